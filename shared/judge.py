@@ -1,0 +1,338 @@
+"""The Judge protocol (the core's only way to reach an LLM) and the wrappers around any judge.
+
+A judge turns a prompt into an instance of a pydantic schema. Everything that is not "ask the
+model" lives in small wrappers, composed by :func:`robust_judge`::
+
+    CachedJudge          identical requests: one in flight at a time, answers kept (memory/SQLite)
+      ValidatingJudge    invalid output: retried, with the validation error fed back
+        LimitedJudge     at most ``concurrency`` calls at once
+          <your judge>
+
+The cache sits outside the validation so that only validated answers are stored, and a rerun of
+a finished job makes no call at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sqlite3
+import threading
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ValidationError
+
+from .prompts import schema_fingerprint
+
+T = TypeVar("T", bound=BaseModel)
+
+Check = Callable[[Any], None]
+"""A semantic check on a parsed answer (e.g. "one verdict per claim"); raises ValueError."""
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """What the core needs from an LLM: structured output for a prompt."""
+
+    model_id: str
+
+    async def generate(self, prompt: str, schema: type[T]) -> T: ...
+
+
+class JudgeOutputError(Exception):
+    """The judge replied, but the reply does not match the schema (or fails a check).
+
+    ``raw`` keeps the offending reply (possibly truncated) for the error message and retries.
+    """
+
+    def __init__(self, message: str, raw: str | None = None) -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class JudgeFailed(Exception):
+    """A judge call failed for good: invalid output after every retry, or a transport error."""
+
+
+def judge_settings(judge: object) -> dict[str, Any]:
+    """The settings of a judge that change its output (e.g. temperature), for cache keys.
+
+    Judges may expose them as a ``settings`` mapping; timeouts and retry counts do not belong
+    there, since they do not change what a successful call returns.
+    """
+    settings = getattr(judge, "settings", None)
+    return dict(settings) if isinstance(settings, dict) else {}
+
+
+def _unwrap(judge: object) -> object:
+    while isinstance(judge, _Wrapper):
+        judge = judge.inner
+    return judge
+
+
+class _Wrapper:
+    """Base of the wrappers: forwards ``model_id`` and ``settings`` of the wrapped judge."""
+
+    def __init__(self, inner: Judge) -> None:
+        self.inner = inner
+
+    @property
+    def model_id(self) -> str:
+        return str(getattr(self.inner, "model_id", type(self.inner).__name__))
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return judge_settings(self.inner)
+
+    async def _call_inner(self, prompt: str, schema: type[T], check: Check | None) -> T:
+        if isinstance(self.inner, _Wrapper):
+            return await self.inner.generate(prompt, schema, check=check)
+        return await self.inner.generate(prompt, schema)
+
+    async def generate(self, prompt: str, schema: type[T], *, check: Check | None = None) -> T:
+        raise NotImplementedError
+
+
+class LimitedJudge(_Wrapper):
+    """At most ``concurrency`` calls of the inner judge at once (per event loop)."""
+
+    def __init__(self, inner: Judge, concurrency: int = 8) -> None:
+        super().__init__(inner)
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        self.concurrency = concurrency
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
+        self._semaphores = weakref.WeakKeyDictionary()
+
+    async def generate(self, prompt: str, schema: type[T], *, check: Check | None = None) -> T:
+        loop = asyncio.get_running_loop()
+        semaphore = self._semaphores.get(loop)
+        if semaphore is None:
+            semaphore = self._semaphores[loop] = asyncio.Semaphore(self.concurrency)
+        async with semaphore:
+            return await self._call_inner(prompt, schema, check)
+
+
+RETRY_NOTE = (
+    "\n\nYour previous reply could not be used: {error}\n"
+    "Reply again to the task above with JSON that matches the requested format exactly."
+)
+
+
+class ValidatingJudge(_Wrapper):
+    """Parses and checks answers; retries up to ``retries`` times, feeding the error back.
+
+    An answer is invalid when the inner judge raises :class:`JudgeOutputError` or pydantic's
+    ``ValidationError`` (bad JSON, wrong types), or when ``check`` raises ValueError (wrong counts).
+    After the last retry it raises :class:`JudgeFailed`, which the pipeline turns into an
+    unscored result with that reason. Other exceptions (network, auth) are not retried here: the
+    client that owns the transport retries those (the OpenAI SDK backs off on 429/5xx).
+    """
+
+    def __init__(self, inner: Judge, retries: int = 2) -> None:
+        super().__init__(inner)
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, got {retries}")
+        self.retries = retries
+
+    async def generate(self, prompt: str, schema: type[T], *, check: Check | None = None) -> T:
+        attempt_prompt = prompt
+        last_error = ""
+        for _attempt in range(self.retries + 1):
+            try:
+                result = await self._call_inner(attempt_prompt, schema, None)
+                if not isinstance(result, schema):
+                    result = schema.model_validate(
+                        result.model_dump() if isinstance(result, BaseModel) else result
+                    )
+                if check is not None:
+                    check(result)
+                return result
+            except (JudgeOutputError, ValidationError, ValueError) as exc:
+                last_error = _describe(exc)
+                attempt_prompt = prompt + RETRY_NOTE.format(error=last_error)
+        raise JudgeFailed(
+            f"judge output for {schema.__name__} still invalid after {self.retries + 1} "
+            f"attempt(s): {last_error}"
+        )
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        parts = [
+            f"{'.'.join(str(p) for p in err['loc']) or 'reply'}: {err['msg']}"
+            for err in exc.errors()[:5]
+        ]
+        return "; ".join(parts)
+    text = str(exc)
+    return text if len(text) <= 500 else text[:500] + "…"
+
+
+class CacheStore(Protocol):
+    def get(self, key: str) -> str | None: ...
+    def put(self, key: str, value: str) -> None: ...
+
+
+class NullStore:
+    """Keeps nothing: with it, :class:`CachedJudge` only shares identical in-flight calls."""
+
+    def get(self, key: str) -> str | None:
+        return None
+
+    def put(self, key: str, value: str) -> None:
+        return None
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self._data: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            return self._data.get(key)
+
+    def put(self, key: str, value: str) -> None:
+        with self._lock:
+            self._data[key] = value
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class SQLiteStore:
+    """A persistent store: one table, WAL mode, safe to share between threads and processes.
+
+    Each answer is committed as soon as it arrives, so a run that is interrupted loses nothing
+    it already paid for.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS judge_cache (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+            )
+            self._conn.commit()
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT value FROM judge_cache WHERE key = ?", (key,)
+            ).fetchone()
+        return row[0] if row else None
+
+    def put(self, key: str, value: str) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO judge_cache (key, value) VALUES (?, ?)", (key, value)
+            )
+            self._conn.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM judge_cache").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def cache_key(judge: object, prompt: str, schema: type[BaseModel]) -> str:
+    """sha256 of model, output-affecting settings, prompt and schema (not timeouts or retries)."""
+    payload = json.dumps(
+        {
+            "model": getattr(judge, "model_id", type(judge).__name__),
+            "settings": judge_settings(judge),
+            "prompt": prompt,
+            "schema": schema_fingerprint(schema),
+        },
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class CachedJudge(_Wrapper):
+    """Shares one call among identical in-flight requests and keeps every validated answer.
+
+    ``store`` is a :class:`MemoryStore` (default) or a :class:`SQLiteStore`. ``hits`` and
+    ``misses`` count lookups, for tests and reports.
+    """
+
+    def __init__(self, inner: Judge, store: CacheStore | None = None) -> None:
+        super().__init__(inner)
+        self.store: CacheStore = store if store is not None else MemoryStore()
+        self.hits = 0
+        self.misses = 0
+        self._inflight: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[str, asyncio.Future[Any]]
+        ] = weakref.WeakKeyDictionary()
+
+    async def generate(self, prompt: str, schema: type[T], *, check: Check | None = None) -> T:
+        key = cache_key(self, prompt, schema)
+        cached = self.store.get(key)
+        if cached is not None:
+            try:
+                result = schema.model_validate_json(cached)
+                if check is not None:
+                    check(result)
+            except (ValidationError, ValueError):
+                pass  # a stale or foreign entry: ask again and overwrite it
+            else:
+                self.hits += 1
+                return result
+        inflight = self._inflight.setdefault(asyncio.get_running_loop(), {})
+        pending = inflight.get(key)
+        if pending is not None:
+            self.hits += 1
+            return schema.model_validate(await asyncio.shield(pending))
+        self.misses += 1
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        inflight[key] = future
+        try:
+            result = await self._call_inner(prompt, schema, check)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: waiters re-raise it, nobody else must
+            raise
+        else:
+            self.store.put(key, result.model_dump_json())
+            future.set_result(result)
+            return result
+        finally:
+            inflight.pop(key, None)
+
+
+def robust_judge(
+    judge: Judge,
+    *,
+    retries: int = 2,
+    cache: bool | str | Path | CacheStore = True,
+    concurrency: int = 8,
+) -> CachedJudge:
+    """Wrap ``judge`` with validation/retries, a concurrency limit and (unless ``cache=False``)
+    de-duplication plus a cache: ``True`` = in memory, a path = SQLite on disk, or a store."""
+    wrapped = ValidatingJudge(LimitedJudge(judge, concurrency), retries)
+    if cache is False:
+        store: CacheStore = NullStore()  # identical in-flight requests are still shared
+    elif cache is True:
+        store = MemoryStore()
+    elif isinstance(cache, str | Path):
+        store = SQLiteStore(cache)
+    else:
+        store = cache
+    return CachedJudge(wrapped, store)
+
+
+def base_judge(judge: object) -> object:
+    """The user's judge inside any wrappers."""
+    return _unwrap(judge)

@@ -1,0 +1,536 @@
+"""The scoring pipeline: one async path from (source, summary) to a SummaryEvaluation.
+
+Call graph for one summary (three sequential judge rounds, cold cache)::
+
+    round 1   generate questions (source only, shared)   |  extract claims (summary)
+    round 2   answer questions from the summary          |  verify claims against the full source
+    round 3   grade answers against reference answers
+
+Question generation depends only on the source and the options, so concurrent summaries of one
+source share one call (the cached judge de-duplicates identical in-flight requests) and later
+summaries hit the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from . import prompts as p
+from ._version import __version__
+from .judge import CachedJudge, CacheStore, Judge, JudgeFailed, base_judge, robust_judge
+from .result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
+from .scoring import alignment_ratio, combine_scores, weighted_coverage
+
+R = TypeVar("R")
+
+DEFAULT_N = 10
+"""Ten questions: enough that one missed minor point moves coverage by a few points rather than
+a fifth (DeepEval's default of 5), few enough that answers and grades for all of them still fit
+in one short call each. The number of judge calls does not depend on ``n``."""
+
+IDK_ANSWERS = frozenset({"idk", "i don't know", "i do not know", "unknown", "not mentioned", ""})
+NOT_IN_SOURCE = frozenset({"not in source", "not in the source", "idk", ""})
+
+
+@dataclass(frozen=True)
+class UserQuestion:
+    """A question supplied by the user; only its reference answer is generated."""
+
+    question: str
+    importance: int = 3
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """Options of :func:`ascore_summary` (passed as keyword arguments)."""
+
+    n: int = DEFAULT_N
+    questions: tuple[UserQuestion, ...] | None = None
+    beta: float = 1.0
+    combine: Literal["fbeta", "min"] = "fbeta"
+    retries: int = 2
+    cache: bool | str | Path | CacheStore = field(default=True, compare=False)
+    concurrency: int = 8
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n < 1:
+            raise ValueError(f"n must be a positive integer, got {self.n!r}")
+        if not (isinstance(self.beta, int | float) and self.beta > 0):
+            raise ValueError(f"beta must be a positive number, got {self.beta!r}")
+        if self.combine not in ("fbeta", "min"):
+            raise ValueError(f"combine must be 'fbeta' or 'min', got {self.combine!r}")
+        if self.questions is not None:
+            object.__setattr__(self, "questions", _normalise_questions(self.questions))
+
+    @classmethod
+    def from_kwargs(cls, options: dict[str, Any]) -> ScoreOptions:
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise TypeError(
+                f"unknown option(s) {', '.join(unknown)}; "
+                f"expected some of {', '.join(sorted(known))}"
+            )
+        return cls(**options)
+
+
+def _normalise_questions(questions: Iterable[Any]) -> tuple[UserQuestion, ...]:
+    if isinstance(questions, str):
+        raise TypeError("questions must be a list of questions, not one string")
+    out: list[UserQuestion] = []
+    for i, q in enumerate(questions):
+        if isinstance(q, UserQuestion):
+            item = q
+        elif isinstance(q, str):
+            item = UserQuestion(q)
+        elif isinstance(q, dict) and isinstance(q.get("question"), str):
+            item = UserQuestion(q["question"], int(q.get("importance", 3)))
+        else:
+            raise TypeError(f"questions[{i}] must be a string or {{'question', 'importance'}}")
+        if not item.question.strip():
+            raise ValueError(f"questions[{i}] is empty")
+        if not 1 <= item.importance <= 5:
+            raise ValueError(f"questions[{i}] importance must be 1-5, got {item.importance}")
+        out.append(item)
+    if not out:
+        raise ValueError("questions is empty; pass None to generate questions from the source")
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Input checks
+# ---------------------------------------------------------------------------------------------
+
+
+def normalise_source(source: object) -> str:
+    """A string, or a list of strings (Ragas's ``reference_contexts``) joined by blank lines."""
+    if isinstance(source, str):
+        text = source
+    elif isinstance(source, list | tuple):
+        for i, part in enumerate(source):
+            if not isinstance(part, str):
+                raise TypeError(f"source[{i}] must be a str, got {type(part).__name__}")
+        text = "\n\n".join(part.strip() for part in source if part.strip())
+    else:
+        raise TypeError(f"source must be a str or a list of str, got {type(source).__name__}")
+    if not text.strip():
+        raise ValueError("source is empty or whitespace only: there is nothing to summarise")
+    return text.strip()
+
+
+def check_summary(summary: object) -> str:
+    if not isinstance(summary, str):
+        raise TypeError(f"summary must be a str, got {type(summary).__name__}")
+    return summary.strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# Judge wrapping, shared across calls with the same user judge
+# ---------------------------------------------------------------------------------------------
+
+_stacks: dict[tuple[int, int, str, int], CachedJudge] = {}
+_stacks_lock = threading.Lock()
+
+
+def prepare_judge(judge: Judge, options: ScoreOptions) -> CachedJudge:
+    """The robust wrapper around ``judge``; the same one for every call with the same judge.
+
+    Reusing it is what lets separate ``ascore_summary`` calls on one source share the question
+    generation. A judge the user already wrapped with :func:`robust_judge` is used as is.
+    """
+    if isinstance(judge, CachedJudge):
+        return judge
+    if not callable(getattr(judge, "generate", None)):
+        raise TypeError(f"judge must have an async generate(prompt, schema); got {judge!r}")
+    cache = options.cache
+    cache_id = str(cache) if isinstance(cache, bool | str | Path) else f"store:{id(cache)}"
+    key = (id(judge), options.retries, cache_id, options.concurrency)
+    with _stacks_lock:
+        stack = _stacks.get(key)
+        if stack is None or base_judge(stack) is not judge:  # an id reused after a judge died
+            stack = robust_judge(
+                judge, retries=options.retries, cache=cache, concurrency=options.concurrency
+            )
+            _stacks[key] = stack
+            # a judge that is not weak-referenceable keeps its entry for the process's life
+            with contextlib.suppress(TypeError):
+                weakref.finalize(judge, _stacks.pop, key, None)
+    return stack
+
+
+# ---------------------------------------------------------------------------------------------
+# Steps (each returns typed evidence; no scoring here)
+# ---------------------------------------------------------------------------------------------
+
+
+def _indexed(items: Sequence[Any], expected: int, what: str) -> None:
+    """Check a reply has exactly one entry per index 1..expected (any order)."""
+    indices = sorted(getattr(item, "index", None) for item in items)
+    if indices != list(range(1, expected + 1)):
+        raise ValueError(
+            f"expected one {what} for each of indices 1..{expected}, got indices {indices}"
+        )
+
+
+def _by_index(items: Sequence[Any]) -> list[Any]:
+    return sorted(items, key=lambda item: item.index)
+
+
+async def reference_questions(
+    source: str, options: ScoreOptions, judge: CachedJudge
+) -> list[QuestionEvidence]:
+    """Questions with reference answers and importances, once per (source, options)."""
+    if options.questions is None:
+
+        def check_generated(reply: p.GeneratedQuestions) -> None:
+            if not 1 <= len(reply.questions) <= options.n:
+                raise ValueError(f"expected 1 to {options.n} questions, got {len(reply.questions)}")
+            for q in reply.questions:
+                if not q.question.strip() or not q.reference_answer.strip():
+                    raise ValueError("every question needs a question and a reference answer")
+
+        generated = await judge.generate(
+            p.generate_questions_prompt(source, options.n),
+            p.GeneratedQuestions,
+            check=check_generated,
+        )
+        return [
+            QuestionEvidence(
+                question=q.question.strip(),
+                importance=q.importance,
+                reference_answer=q.reference_answer.strip(),
+            )
+            for q in generated.questions
+        ]
+
+    user = options.questions
+    reply = await judge.generate(
+        p.answer_user_questions_prompt(source, [q.question for q in user]),
+        p.ReferenceAnswers,
+        check=lambda r: _indexed(r.answers, len(user), "reference answer"),
+    )
+    out = []
+    for q, a in zip(user, _by_index(reply.answers), strict=True):
+        answer = a.reference_answer.strip()
+        out.append(
+            QuestionEvidence(
+                question=q.question,
+                importance=q.importance,
+                reference_answer=answer,
+                counted=_normal(answer) not in NOT_IN_SOURCE,
+            )
+        )
+    return out
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().strip().strip(".!\"'").split())
+
+
+async def answer_and_grade(
+    summary: str, questions: list[QuestionEvidence], judge: CachedJudge
+) -> list[QuestionEvidence]:
+    """Answer the counted questions from the summary alone, then grade non-"idk" answers."""
+    counted = [q for q in questions if q.counted]
+    if not counted:
+        return questions
+    answers = await judge.generate(
+        p.answer_from_summary_prompt(summary, [q.question for q in counted]),
+        p.SummaryAnswers,
+        check=lambda r: _indexed(r.answers, len(counted), "answer"),
+    )
+    answered = [
+        q.model_copy(update={"summary_answer": a.answer.strip()})
+        for q, a in zip(counted, _by_index(answers.answers), strict=True)
+    ]
+    to_grade = [q for q in answered if _normal(q.summary_answer or "") not in IDK_ANSWERS]
+    grades: dict[int, p.AnswerGrade] = {}
+    if to_grade:
+        reply = await judge.generate(
+            p.grade_answers_prompt(
+                [(q.question, q.reference_answer, q.summary_answer or "") for q in to_grade]
+            ),
+            p.AnswerGrades,
+            check=lambda r: _indexed(r.grades, len(to_grade), "grade"),
+        )
+        grades = {id(q): g for q, g in zip(to_grade, _by_index(reply.grades), strict=True)}
+    graded = [
+        q.model_copy(update={"grade": grades[id(q)].grade, "grade_reason": grades[id(q)].reason})
+        if id(q) in grades
+        else q.model_copy(update={"grade": 0, "grade_reason": "the summary does not answer it"})
+        for q in answered
+    ]
+    by_question = iter(graded)
+    return [next(by_question) if q.counted else q for q in questions]
+
+
+async def check_claims(source: str, summary: str, judge: CachedJudge) -> list[ClaimEvidence]:
+    """Extract the summary's atomic claims, then judge each against the full source."""
+
+    def check_extracted(reply: p.ExtractedClaims) -> None:
+        if any(not c.strip() for c in reply.claims):
+            raise ValueError("claims must be non-empty strings")
+
+    extracted = await judge.generate(
+        p.extract_claims_prompt(summary), p.ExtractedClaims, check=check_extracted
+    )
+    claims = [c.strip() for c in extracted.claims]
+    if not claims:
+        return []
+    verdicts = await judge.generate(
+        p.verify_claims_prompt(source, claims),
+        p.ClaimVerdicts,
+        check=lambda r: _indexed(r.verdicts, len(claims), "verdict"),
+    )
+    return [
+        ClaimEvidence(claim=c, verdict=v.verdict, reason=v.reason.strip(), quote=v.quote.strip())
+        for c, v in zip(claims, _by_index(verdicts.verdicts), strict=True)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Composition
+# ---------------------------------------------------------------------------------------------
+
+
+def signature(judge: object, options: ScoreOptions) -> str:
+    """``judge:<model>|n:<n>|beta:<b>|combine:<c>|prompts:<hash>|version:<v>`` (after sacrebleu).
+
+    With user questions, ``n`` reads ``user<count>:<hash>`` so two question sets never share one.
+    """
+    model = getattr(judge, "model_id", type(judge).__name__)
+    if options.questions is None:
+        n = str(options.n)
+    else:
+        digest = hashlib.sha256(
+            "\n".join(f"{q.importance}:{q.question}" for q in options.questions).encode()
+        ).hexdigest()[:6]
+        n = f"user{len(options.questions)}:{digest}"
+    beta = f"{options.beta:g}"
+    return (
+        f"judge:{model}|n:{n}|beta:{beta}|combine:{options.combine}"
+        f"|prompts:{p.prompts_hash()}|version:{__version__}"
+    )
+
+
+def _clip(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def compose_reason(
+    score: float,
+    alignment: float,
+    coverage: float,
+    claims: list[ClaimEvidence],
+    questions: list[QuestionEvidence],
+    options: ScoreOptions,
+) -> str:
+    """A readable account of the score, built from the evidence alone (no LLM call)."""
+    rule = (
+        "min" if options.combine == "min" else ("F1" if options.beta == 1 else f"F{options.beta:g}")
+    )
+    parts = [
+        f"Score {score:.2f} ({rule} of alignment {alignment:.2f} and coverage {coverage:.2f})."
+    ]
+    supported = sum(c.verdict == "supported" for c in claims)
+    if not claims:
+        parts.append("Alignment: the summary makes no checkable claim.")
+    else:
+        parts.append(f"Alignment: {supported}/{len(claims)} claims supported by the source.")
+        bad = [c for c in claims if c.verdict != "supported"]
+        for c in bad[:3]:
+            label = "contradicted" if c.verdict == "contradicted" else "not in source"
+            parts.append(f'Unsupported ({label}): "{_clip(c.claim)}" — {_clip(c.reason, 120)}')
+        if len(bad) > 3:
+            parts.append(f"…and {len(bad) - 3} more unsupported claim(s).")
+    counted = [q for q in questions if q.counted]
+    full = sum(q.grade == 5 for q in counted)
+    parts.append(f"Coverage: {full}/{len(counted)} questions fully answered by the summary.")
+    missed = sorted(
+        (q for q in counted if (q.grade or 0) <= 2), key=lambda q: (-q.importance, q.grade or 0)
+    )
+    for q in missed[:3]:
+        parts.append(f'Missed (importance {q.importance}, grade {q.grade}): "{_clip(q.question)}"')
+    if len(missed) > 3:
+        parts.append(f"…and {len(missed) - 3} more weakly covered question(s).")
+    skipped = len(questions) - len(counted)
+    if skipped:
+        parts.append(f"{skipped} user question(s) left out: the source does not answer them.")
+    return " ".join(parts)
+
+
+def unscored(error: str, sig: str, **evidence: Any) -> SummaryEvaluation:
+    return SummaryEvaluation(
+        score=None,
+        alignment=None,
+        coverage=None,
+        error=error,
+        reason=f"Unscored: {error}",
+        signature=sig,
+        **evidence,
+    )
+
+
+async def _evaluate(
+    source: str, summary: str, judge: CachedJudge, options: ScoreOptions
+) -> SummaryEvaluation:
+    sig = signature(judge, options)
+    if not summary:
+        return SummaryEvaluation(
+            score=0.0,
+            alignment=0.0,
+            coverage=0.0,
+            reason="Score 0.00: the summary is empty, so it covers nothing and claims nothing.",
+            signature=sig,
+        )
+
+    async def coverage_side() -> list[QuestionEvidence]:
+        questions = await reference_questions(source, options, judge)
+        return await answer_and_grade(summary, questions, judge)
+
+    results = await asyncio.gather(
+        coverage_side(), check_claims(source, summary, judge), return_exceptions=True
+    )
+    failures = [r for r in results if isinstance(r, BaseException)]
+    if failures:
+        for f in failures:
+            if not isinstance(f, Exception):
+                raise f  # cancellation, KeyboardInterrupt: not ours to swallow
+        return unscored("; ".join(_failure_text(f) for f in failures), sig)
+    questions, claims = results  # type: ignore[misc]
+    counted = [q for q in questions if q.counted]
+    if not counted:
+        return unscored(
+            "coverage is undefined: the source answers none of the given questions",
+            sig,
+            questions=questions,
+            claims=claims,
+        )
+    coverage = weighted_coverage([q.importance for q in counted], [q.grade or 0 for q in counted])
+    alignment = alignment_ratio(sum(c.verdict == "supported" for c in claims), len(claims))
+    score = combine_scores(alignment, coverage, beta=options.beta, combine=options.combine)
+    return SummaryEvaluation(
+        score=score,
+        alignment=alignment,
+        coverage=coverage,
+        reason=compose_reason(score, alignment, coverage, claims, questions, options),
+        questions=questions,
+        claims=claims,
+        signature=sig,
+    )
+
+
+def _failure_text(exc: BaseException) -> str:
+    if isinstance(exc, JudgeFailed):
+        return str(exc)
+    return f"judge call failed: {type(exc).__name__}: {exc}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Public entry points
+# ---------------------------------------------------------------------------------------------
+
+
+async def ascore_summary(
+    source: str | Sequence[str], summary: str, *, judge: Judge, **options: Any
+) -> SummaryEvaluation:
+    """Score one summary of ``source``.
+
+    Raises TypeError/ValueError for bad input (before any judge call); judge failures give an
+    unscored result (``score=None`` and ``error`` set), never an exception.
+    """
+    opts = ScoreOptions.from_kwargs(options)
+    source_text = normalise_source(source)
+    summary_text = check_summary(summary)
+    return await _evaluate(source_text, summary_text, prepare_judge(judge, opts), opts)
+
+
+async def ascore_summaries(
+    pairs: Iterable[tuple[str | Sequence[str], str]], *, judge: Judge, **options: Any
+) -> list[SummaryEvaluation]:
+    """Score many (source, summary) pairs concurrently, in input order.
+
+    A bad pair becomes an unscored result with its reason; it never sinks the batch. Bad options
+    still raise, since they would fail every row alike.
+    """
+    opts = ScoreOptions.from_kwargs(options)
+    stack = prepare_judge(judge, opts)
+    sig = signature(stack, opts)
+
+    async def one(pair: object) -> SummaryEvaluation:
+        try:
+            if not isinstance(pair, tuple | list) or len(pair) != 2:
+                raise TypeError("each item must be a (source, summary) pair")
+            source_text = normalise_source(pair[0])
+            summary_text = check_summary(pair[1])
+        except (TypeError, ValueError) as exc:
+            return unscored(f"bad input: {exc}", sig)
+        return await _evaluate(source_text, summary_text, stack, opts)
+
+    return list(await asyncio.gather(*(one(pair) for pair in pairs)))
+
+
+def run_sync(make: Callable[[], Awaitable[R]]) -> R:
+    """Run a coroutine to completion from sync code, with or without a running loop.
+
+    Inside a running loop (Jupyter, an async framework) it runs in a worker thread with its own
+    loop, so callers never see "asyncio.run() cannot be called from a running event loop".
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_as_coroutine(make))
+    box: dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            box["value"] = asyncio.run(_as_coroutine(make))
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=worker, name="summary-eval-sync")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+async def _as_coroutine(make: Callable[[], Awaitable[R]]) -> R:
+    return await make()
+
+
+def score_summary(
+    source: str | Sequence[str], summary: str, *, judge: Judge, **options: Any
+) -> SummaryEvaluation:
+    """Sync wrapper of :func:`ascore_summary` (works with or without a running event loop)."""
+    return run_sync(lambda: ascore_summary(source, summary, judge=judge, **options))
+
+
+def score_summaries(
+    pairs: Iterable[tuple[str | Sequence[str], str]], *, judge: Judge, **options: Any
+) -> list[SummaryEvaluation]:
+    """Sync wrapper of :func:`ascore_summaries`."""
+    pairs = list(pairs)
+    return run_sync(lambda: ascore_summaries(pairs, judge=judge, **options))
+
+
+__all__ = [
+    "DEFAULT_N",
+    "ScoreOptions",
+    "UserQuestion",
+    "ascore_summaries",
+    "ascore_summary",
+    "score_summaries",
+    "score_summary",
+    "signature",
+]

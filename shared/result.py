@@ -1,0 +1,65 @@
+"""The result of scoring one summary: sub-scores, the evidence behind them, and a signature."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .prompts import Verdict
+
+
+class QuestionEvidence(BaseModel):
+    """One coverage question and what happened to it."""
+
+    question: str
+    importance: int = Field(ge=1, le=5)
+    reference_answer: str
+    summary_answer: str | None = None
+    grade: int | None = Field(default=None, ge=0, le=5)
+    grade_reason: str = ""
+    counted: bool = True
+    """False when the source itself does not answer a user's question (left out of coverage)."""
+
+
+class ClaimEvidence(BaseModel):
+    """One atomic claim of the summary and the judge's verdict against the full source."""
+
+    claim: str
+    verdict: Verdict
+    reason: str = ""
+    quote: str = ""
+
+
+class SummaryEvaluation(BaseModel):
+    """Every sub-score (float in [0, 1], or None when unscored), evidence and provenance.
+
+    ``error`` is None for a scored result and says why otherwise; an unscored result never
+    carries a partial score.
+    """
+
+    score: float | None
+    alignment: float | None
+    coverage: float | None
+    error: str | None = None
+    reason: str = ""
+    questions: list[QuestionEvidence] = Field(default_factory=list)
+    claims: list[ClaimEvidence] = Field(default_factory=list)
+    signature: str = ""
+
+    @property
+    def scored(self) -> bool:
+        return self.error is None and self.score is not None
+
+    def sub_scores(self) -> dict[str, float | None]:
+        """The headline score and every sub-score by name (what adapters put in columns)."""
+        return {"score": self.score, "alignment": self.alignment, "coverage": self.coverage}
+
+    def to_row(self) -> dict[str, Any]:
+        """A flat dict for tables: sub-scores, reason, error, signature."""
+        return {
+            **self.sub_scores(),
+            "reason": self.reason,
+            "error": self.error,
+            "signature": self.signature,
+        }

@@ -1,0 +1,392 @@
+"""Test helpers shipped with the package, for this project's tests and for users' own.
+
+- :class:`FakeJudge`: a deterministic judge. Script answers per schema (or task), or let it
+  answer every prompt of this project plausibly from the texts inside the prompt: questions from
+  the source's sentences, claims from the summary's sentences, verdicts and grades from word
+  overlap. It records every prompt it receives.
+- :func:`stub_server`: an OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 that answers
+  through a FakeJudge, so the real ``openai`` client path (and anything built on it: ragas
+  ``llm_factory``, DeepEval models, the CLI) runs offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from . import prompts as p
+from .judge import JudgeOutputError
+
+T = TypeVar("T", bound=BaseModel)
+
+Scripted = BaseModel | dict | str | Exception | Callable[[str], Any]
+"""A scripted answer: a model instance, a dict, raw text (parsed as JSON, so malformed text
+simulates a bad reply), an exception to raise, or a callable of the prompt returning one."""
+
+_STOP = frozenset(
+    "a an the and or but of to in on at for with by from as is are was were be been being it its "
+    "this that these those he she they them his her their we you i not no do does did has have had "
+    "will would can could should may might than then there here which who whom what when where why "
+    "how about into over after before also just so such very more most some any all each other "
+    "says said say source summary question".split()
+)
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'A-Z0-9])")
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased, crudely stemmed words without stop words (the fake's notion of meaning)."""
+    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
+
+
+def _overlap(a: Sequence[str], b: set[str]) -> float:
+    return sum(w in b for w in a) / len(a) if a else 0.0
+
+
+def _best_sentence(query: Sequence[str], candidates: Sequence[str]) -> tuple[str, int]:
+    best, best_hits = "", 0
+    for sentence in candidates:
+        hits = len(set(query) & set(content_words(sentence)))
+        if hits > best_hits:
+            best, best_hits = sentence, hits
+    return best, best_hits
+
+
+class FakeJudge:
+    """A deterministic judge for tests.
+
+    ``script`` maps a schema class, a schema name or a task name to one scripted answer or a list
+    of them (used in order; afterwards the default answer applies). ``prompts`` records
+    ``(schema name, prompt)`` for every call; ``calls`` counts calls per schema name.
+    """
+
+    def __init__(
+        self,
+        script: dict[type[BaseModel] | str, Scripted | list[Scripted]] | None = None,
+        *,
+        model_id: str = "fake-judge",
+        latency: float = 0.0,
+    ) -> None:
+        self.model_id = model_id
+        self.latency = latency
+        self.prompts: list[tuple[str, str]] = []
+        self.calls: collections.Counter[str] = collections.Counter()
+        self._script: dict[str, collections.deque[Scripted]] = {}
+        self._lock = threading.Lock()
+        for key, value in (script or {}).items():
+            name = key.__name__ if isinstance(key, type) else key
+            if name in p.SCHEMA_FOR_TASK:
+                name = p.SCHEMA_FOR_TASK[name].__name__
+            items = value if isinstance(value, list) else [value]
+            self._script[name] = collections.deque(items)
+
+    @property
+    def total_calls(self) -> int:
+        return sum(self.calls.values())
+
+    def prompts_for(self, schema: type[BaseModel] | str) -> list[str]:
+        name = schema if isinstance(schema, str) else schema.__name__
+        return [prompt for n, prompt in self.prompts if n == name]
+
+    async def generate(self, prompt: str, schema: type[T]) -> T:
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        answer = self._answer(prompt, schema)
+        if isinstance(answer, str):
+            try:
+                return schema.model_validate_json(answer)
+            except ValidationError as exc:
+                raise JudgeOutputError(f"invalid {schema.__name__} JSON: {exc}", answer) from exc
+        return answer
+
+    def answer_text(self, prompt: str, schema: type[BaseModel]) -> str:
+        """The answer as the text a server would send (scripted raw text passes unchanged)."""
+        answer = self._answer(prompt, schema)
+        return answer if isinstance(answer, str) else answer.model_dump_json()
+
+    def _answer(self, prompt: str, schema: type[T]) -> T | str:
+        with self._lock:
+            self.prompts.append((schema.__name__, prompt))
+            self.calls[schema.__name__] += 1
+            queue = self._script.get(schema.__name__)
+            scripted = queue.popleft() if queue else None
+        if scripted is None:
+            return default_answer(prompt, schema)
+        if callable(scripted) and not isinstance(scripted, type | BaseModel):
+            scripted = scripted(prompt)
+        if isinstance(scripted, Exception):
+            raise scripted
+        if isinstance(scripted, str):
+            return scripted
+        if isinstance(scripted, dict):
+            return schema.model_validate(scripted)
+        if isinstance(scripted, BaseModel):
+            return (
+                scripted
+                if isinstance(scripted, schema)
+                else schema.model_validate(scripted.model_dump())
+            )
+        raise TypeError(f"cannot use scripted answer {scripted!r} for {schema.__name__}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Default answers, derived from the texts in the prompt
+# ---------------------------------------------------------------------------------------------
+
+
+def default_answer(prompt: str, schema: type[T]) -> T:
+    """A plausible, consistent answer to one of this project's prompts."""
+    builder = _DEFAULTS.get(schema.__name__)
+    if builder is None:
+        raise JudgeOutputError(f"FakeJudge has no default answer for schema {schema.__name__}")
+    return schema.model_validate(builder(prompt))
+
+
+def _generate_questions(prompt: str) -> dict:
+    source = p.read_block(prompt, "SOURCE") or ""
+    match = re.search(r"write (\d+) open-ended questions", prompt)
+    n = int(match.group(1)) if match else 5
+    questions = []
+    for i, sentence in enumerate(sentences(source)[:n]):
+        words = [w for w in _WORD.findall(sentence.lower()) if w not in _STOP][:4]
+        topic = " ".join(words) or sentence[:30]
+        questions.append(
+            {
+                "question": f"What does the source say about {topic}?",
+                "reference_answer": sentence,
+                "importance": max(1, 5 - i),
+            }
+        )
+    return {"questions": questions}
+
+
+def _answer_user_questions(prompt: str) -> dict:
+    source_sentences = sentences(p.read_block(prompt, "SOURCE") or "")
+    answers = []
+    for i, question in enumerate(p.read_numbered_block(prompt, "QUESTIONS"), start=1):
+        best, hits = _best_sentence(content_words(question), source_sentences)
+        answers.append({"index": i, "reference_answer": best if hits else "not in source"})
+    return {"answers": answers}
+
+
+def _extract_claims(prompt: str) -> dict:
+    summary = p.read_block(prompt, "SUMMARY") or ""
+    return {"claims": [s for s in sentences(summary) if content_words(s)]}
+
+
+def _verify_claims(prompt: str) -> dict:
+    source = p.read_block(prompt, "SOURCE") or ""
+    source_words = set(content_words(source))
+    source_sentences = sentences(source)
+    source_numbers = set(re.findall(r"\d+(?:\.\d+)?", source))
+    verdicts = []
+    for i, claim in enumerate(p.read_numbered_block(prompt, "CLAIMS"), start=1):
+        words = content_words(claim)
+        share = _overlap(words, source_words)
+        quote, _ = _best_sentence(words, source_sentences)
+        numbers = set(re.findall(r"\d+(?:\.\d+)?", claim))
+        if share >= 0.6 and numbers - source_numbers:
+            verdict, reason = "contradicted", "the source gives different figures"
+        elif share >= 0.6:
+            verdict, reason = "supported", f"{share:.0%} of the claim's words appear in the source"
+        else:
+            verdict, reason = "not_in_source", f"only {share:.0%} of its words appear in the source"
+            quote = ""
+        verdicts.append({"index": i, "verdict": verdict, "reason": reason, "quote": quote})
+    return {"verdicts": verdicts}
+
+
+def _answer_from_summary(prompt: str) -> dict:
+    summary_sentences = sentences(p.read_block(prompt, "SUMMARY") or "")
+    answers = []
+    for i, question in enumerate(p.read_numbered_block(prompt, "QUESTIONS"), start=1):
+        best, hits = _best_sentence(content_words(question), summary_sentences)
+        answers.append({"index": i, "answer": best if hits else "idk"})
+    return {"answers": answers}
+
+
+def _grade_answers(prompt: str) -> dict:
+    grades = []
+    for i, item in enumerate(p.read_numbered_block(prompt, "ITEMS"), start=1):
+        fields = dict(
+            part.strip().split(": ", 1) for part in item.split(" || ") if ": " in part.strip()
+        )
+        reference = content_words(fields.get("reference", ""))
+        candidate = set(content_words(fields.get("candidate", "")))
+        share = _overlap(reference, candidate)
+        grades.append(
+            {"index": i, "grade": round(5 * share), "reason": f"{share:.0%} of the reference"}
+        )
+    return {"grades": grades}
+
+
+_DEFAULTS: dict[str, Callable[[str], dict]] = {
+    "GeneratedQuestions": _generate_questions,
+    "ReferenceAnswers": _answer_user_questions,
+    "ExtractedClaims": _extract_claims,
+    "ClaimVerdicts": _verify_claims,
+    "SummaryAnswers": _answer_from_summary,
+    "AnswerGrades": _grade_answers,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Stub server
+# ---------------------------------------------------------------------------------------------
+
+_SCHEMAS_BY_NAME = {schema.__name__: schema for schema in p.SCHEMA_FOR_TASK.values()}
+
+
+class StubURL(str):
+    """The stub's base URL (``http://127.0.0.1:PORT/v1``), carrying what the server saw.
+
+    ``requests`` holds each request body; ``judge`` is the FakeJudge answering them.
+    """
+
+    requests: list[dict[str, Any]]
+    judge: FakeJudge
+
+    @property
+    def count(self) -> int:
+        return len(self.requests)
+
+
+@contextmanager
+def stub_server(
+    judge: FakeJudge | None = None,
+    *,
+    fail_first: int = 0,
+    fail_status: int = 429,
+    schemas: Sequence[type[BaseModel]] = (),
+) -> Iterator[StubURL]:
+    """Serve ``/v1/chat/completions`` on 127.0.0.1 (a free port) through ``judge``.
+
+    ``fail_first`` requests get HTTP ``fail_status`` (429 or 5xx) before any is answered, to
+    exercise client retries. The schema of a request is taken from its JSON-schema
+    ``response_format`` name, from the task line of one of this project's prompts, or from
+    ``schemas`` (extra models, matched by name in the request). Yields the base URL.
+    """
+    fake = judge if judge is not None else FakeJudge()
+    known = {**_SCHEMAS_BY_NAME, **{s.__name__: s for s in schemas}}
+    url = StubURL("")
+    seen: list[dict[str, Any]] = []
+    lock = threading.Lock()
+    failures = {"left": fail_first}
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, payload: dict[str, Any]) -> None:
+            body = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            try:
+                request = json.loads(self.rfile.read(length) or b"{}")
+            except json.JSONDecodeError:
+                self._send(400, {"error": {"message": "request body is not JSON"}})
+                return
+            with lock:
+                seen.append(request)
+                fail = failures["left"] > 0
+                if fail:
+                    failures["left"] -= 1
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+                return
+            if fail:
+                self._send(fail_status, {"error": {"message": "stub: simulated failure"}})
+                return
+            messages = request.get("messages", [])
+            prompt = "\n\n".join(
+                m.get("content", "")
+                for m in messages
+                if m.get("role") == "user" and isinstance(m.get("content"), str)
+            )
+            schema = _schema_for(request, prompt, known)
+            if schema is None:
+                self._send(400, {"error": {"message": "stub: cannot tell which schema to answer"}})
+                return
+            try:
+                content = fake.answer_text(prompt, schema)
+            except Exception as exc:  # a scripted exception: the server fails this request
+                self._send(500, {"error": {"message": f"stub: {exc}"}})
+                return
+            self._send(
+                200,
+                {
+                    "id": f"chatcmpl-stub-{len(seen)}",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": request.get("model", fake.model_id),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": content},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {
+                        "prompt_tokens": sum(len(m.get("content", "")) for m in messages) // 4,
+                        "completion_tokens": len(content) // 4,
+                        "total_tokens": 0,
+                    },
+                },
+            )
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="stub-server", daemon=True)
+    thread.start()
+    url = StubURL(f"http://127.0.0.1:{server.server_address[1]}/v1")
+    url.requests = seen
+    url.judge = fake
+    try:
+        yield url
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def _schema_for(
+    request: dict[str, Any], prompt: str, known: dict[str, type[BaseModel]]
+) -> type[BaseModel] | None:
+    response_format = request.get("response_format") or {}
+    name = (response_format.get("json_schema") or {}).get("name")
+    if name in known:
+        return known[name]
+    task = p.task_of(prompt)
+    if task in p.SCHEMA_FOR_TASK:
+        return p.SCHEMA_FOR_TASK[task]
+    text = json.dumps(request.get("messages", []))
+    for schema_name, schema in known.items():
+        if schema_name in text:
+            return schema
+    return None
