@@ -1,0 +1,268 @@
+"""Legacy-API Ragas metrics (what ``ragas.evaluate()`` drives): the headline score and sub-scores.
+
+Every metric reads one field of one core :class:`shared.SummaryEvaluation`. Metrics that use the
+same LLM and the same options share that evaluation per row (:class:`ragas_ext._judge.RowMemo`),
+so putting the score and six sub-scores in one ``evaluate()`` call costs what the score alone
+costs.
+
+Unscored rows (the judge never produced valid output) return NaN with the reason logged, rather
+than raising: an unscored row is a result, and it stays NaN under ``raise_exceptions=True`` too.
+Bad input (an empty source, a non-string response) raises, which Ragas turns into NaN plus its own
+error log (or propagates with ``raise_exceptions=True``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import threading
+import typing as t
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragas.metrics.base import MetricOutputType, MetricType, MetricWithLLM, SingleTurnMetric
+
+from shared import DEFAULT_N, ScoreOptions, SummaryEvaluation, ascore_summary
+
+from ._judge import RagasEmbedder, judge_for
+
+if t.TYPE_CHECKING:
+    from langchain_core.callbacks import Callbacks
+    from ragas.dataset_schema import SingleTurnSample
+
+logger = logging.getLogger("ragas_ext")
+
+SUB_SCORES: tuple[str, ...] = (
+    "score",
+    "alignment",
+    "coverage",
+    "density",
+    "specificity",
+    "non_redundancy",
+    "coherence",
+    "conciseness",
+)
+"""What a metric can report: the headline F-beta ``score`` and each sub-score by its name in
+:meth:`shared.SummaryEvaluation.sub_scores`."""
+
+DIMENSIONS = SUB_SCORES[3:]
+
+
+def core_accepts(option: str) -> bool:
+    """Whether the installed core takes ``option`` (the dimension options land separately)."""
+    return option in ScoreOptions.__dataclass_fields__
+
+
+_embedders: dict[int, RagasEmbedder] = {}
+_embedders_lock = threading.Lock()
+_warned: set[str] = set()
+
+
+def embedder_for(embeddings: Any) -> RagasEmbedder:
+    """The single :class:`RagasEmbedder` of a Ragas embeddings object, so that options built by
+    different metrics compare equal and share one evaluation per row."""
+    key = id(embeddings)
+    with _embedders_lock:
+        embedder = _embedders.get(key)
+        if embedder is None or embedder.embeddings is not embeddings:
+            embedder = RagasEmbedder(embeddings)
+            _embedders[key] = embedder
+            with contextlib.suppress(TypeError):
+                weakref.finalize(embeddings, _embedders.pop, key, None)
+    return embedder
+
+
+@dataclass
+class SummarySettings:
+    """The options shared by the legacy and the collections metrics, checked once, up front."""
+
+    sub_score: str = "score"
+    n: int = DEFAULT_N
+    questions: Sequence[str | dict[str, Any]] | None = None
+    beta: float = 1.0
+    combine: str = "fbeta"
+    dimensions: Sequence[str] | None = None
+    embeddings: Any = None
+    retries: int = 2
+    cache: bool | str | Path = True
+    concurrency: int = 8
+
+    def __post_init__(self) -> None:
+        if self.sub_score not in SUB_SCORES:
+            raise ValueError(
+                f"sub_score must be one of {', '.join(SUB_SCORES)}; got {self.sub_score!r}"
+            )
+        if isinstance(self.dimensions, str):
+            raise TypeError("dimensions must be a list of names, not one string")
+        if (
+            self.dimensions is not None
+            and self.sub_score in DIMENSIONS
+            and self.sub_score not in self.dimensions
+        ):
+            raise ValueError(
+                f"sub_score {self.sub_score!r} is not among dimensions={list(self.dimensions)}: "
+                "it would never be computed"
+            )
+        self.options()  # bad options fail here, at construction, not once per row
+
+    def options(self) -> ScoreOptions:
+        return ScoreOptions.from_kwargs(self.core_kwargs())
+
+    def core_kwargs(self) -> dict[str, Any]:
+        """Keyword options for :func:`shared.ascore_summary`."""
+        kwargs: dict[str, Any] = {
+            "n": self.n,
+            "beta": self.beta,
+            "combine": self.combine,
+            "retries": self.retries,
+            "cache": self.cache,
+            "concurrency": self.concurrency,
+        }
+        if self.questions is not None:
+            kwargs["questions"] = self.questions
+        if self.dimensions is not None:
+            kwargs["dimensions"] = tuple(self.dimensions)
+        if self.embeddings is not None:
+            if core_accepts("embedder"):
+                kwargs["embedder"] = embedder_for(self.embeddings)
+            elif "embedder" not in _warned:
+                _warned.add("embedder")
+                logger.warning(
+                    "this summary-eval core takes no embedder option; the Ragas embeddings "
+                    "given are not used"
+                )
+        return kwargs
+
+    async def evaluate(self, llm: Any, source: Any, summary: Any) -> SummaryEvaluation:
+        """The core's evaluation of one row, shared with every metric on the same LLM+options."""
+        if llm is None:
+            raise ValueError(
+                "no LLM: pass llm= to ragas.evaluate() or to the metric (e.g. llm_factory(...))"
+            )
+        judge = judge_for(llm)
+        kwargs = self.core_kwargs()
+        options = ScoreOptions.from_kwargs(kwargs)
+        source_key = tuple(source) if isinstance(source, list | tuple) else source
+        try:
+            key: Any = (source_key, summary, options)
+            hash(key)
+        except TypeError:  # an option value that cannot be hashed: compare by its text
+            key = (repr(source_key), repr(summary), repr(options))
+        return await judge.rows.get(
+            key,
+            lambda: ascore_summary(source, summary, judge=judge, **kwargs),
+            keep=options.cache is not False,
+        )
+
+    def value(self, evaluation: SummaryEvaluation, metric_name: str) -> float:
+        """This metric's number, or NaN with the reason logged."""
+        if not evaluation.scored:
+            logger.warning("%s: row unscored: %s", metric_name, evaluation.error)
+            return math.nan
+        value = evaluation.sub_scores().get(self.sub_score)
+        if value is None:
+            logger.warning(
+                "%s: sub-score %r was not computed for this row (this core reports %s)",
+                metric_name,
+                self.sub_score,
+                ", ".join(k for k, v in evaluation.sub_scores().items() if v is not None),
+            )
+            return math.nan
+        return float(value)
+
+    def reason(self, evaluation: SummaryEvaluation) -> str:
+        return evaluation.reason
+
+
+def _required() -> dict[MetricType, set[str]]:
+    # the same columns as ragas's own SummarizationScore, so its datasets work unchanged
+    return {MetricType.SINGLE_TURN: {"reference_contexts", "response"}}
+
+
+@dataclass
+class SummaryQuality(MetricWithLLM, SingleTurnMetric):
+    """The summary's F-beta of alignment (precision) and coverage (recall), for ``evaluate()``.
+
+    Options mirror :func:`shared.ascore_summary`: ``n`` questions, user ``questions`` (strings or
+    ``{"question", "importance"}``), ``beta``, ``combine`` ("fbeta" or "min"), which
+    ``dimensions`` to compute, ``retries``, ``cache``, ``concurrency``. ``embeddings`` are Ragas
+    (or LangChain) embeddings for the embedding-based dimensions; the core's default embedder is
+    used when they are None. ``evaluate(embeddings=...)`` does not reach this metric (Ragas hands
+    embeddings only to its ``MetricWithEmbeddings``, and would build OpenAI embeddings for one
+    that has none), so give them here.
+    """
+
+    name: str = "summary_quality"
+    _required_columns: dict[MetricType, set[str]] = field(default_factory=_required)
+    output_type: MetricOutputType | None = MetricOutputType.CONTINUOUS
+    sub_score: str = "score"
+    n: int = DEFAULT_N
+    questions: Sequence[str | dict[str, Any]] | None = None
+    beta: float = 1.0
+    combine: str = "fbeta"
+    dimensions: Sequence[str] | None = None
+    embeddings: Any = None
+    retries: int = 2
+    cache: bool | str | Path = True
+    concurrency: int = 8
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._settings = SummarySettings(
+            sub_score=self.sub_score,
+            n=self.n,
+            questions=self.questions,
+            beta=self.beta,
+            combine=self.combine,
+            dimensions=self.dimensions,
+            embeddings=self.embeddings,
+            retries=self.retries,
+            cache=self.cache,
+            concurrency=self.concurrency,
+        )
+
+    async def _single_turn_ascore(self, sample: SingleTurnSample, callbacks: Callbacks) -> float:
+        evaluation = await self.evaluate_sample(sample)
+        return self._settings.value(evaluation, self.name)
+
+    async def evaluate_sample(self, sample: SingleTurnSample) -> SummaryEvaluation:
+        """The full core result for one sample (every sub-score, evidence, reason, signature)."""
+        return await self._settings.evaluate(self.llm, sample.reference_contexts, sample.response)
+
+
+@dataclass
+class SummarySubScore(SummaryQuality):
+    """One sub-score as its own ``evaluate()`` column, named ``summary_<sub_score>``.
+
+    ``sub_score`` is one of alignment, coverage, density, specificity, non_redundancy, coherence,
+    conciseness. Give every metric of one ``evaluate()`` call the same options (or build them
+    with :func:`summary_metrics`) and they share one evaluation per row.
+    """
+
+    name: str = ""
+    sub_score: str = "alignment"
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            self.name = f"summary_{self.sub_score}"
+        super().__post_init__()
+
+
+def summary_metrics(
+    *sub_scores: str, llm: Any = None, **options: Any
+) -> list[SummaryQuality | SummarySubScore]:
+    """Metrics with identical options for ``evaluate(metrics=...)``: ``summary_quality`` plus one
+    per named sub-score (when none is named: alignment, coverage and every requested dimension)."""
+    dimensions = options.get("dimensions") or DIMENSIONS
+    names = sub_scores or ("score", "alignment", "coverage", *dimensions)
+    metrics: list[SummaryQuality | SummarySubScore] = []
+    for name in names:
+        if name == "score":
+            metrics.append(SummaryQuality(llm=llm, **options))
+        else:
+            metrics.append(SummarySubScore(llm=llm, sub_score=name, **options))
+    return metrics

@@ -1,0 +1,85 @@
+"""The ``ragas.metrics.collections`` style metric (Ragas's recommended API; the legacy one that
+``evaluate()`` drives is slated for removal in Ragas 1.0).
+
+``SummaryQuality(llm=llm_factory(...)).ascore(reference_contexts=[...], response="...")`` returns
+a ``MetricResult`` whose value is the score (NaN when unscored) and whose reason is the core's
+account of it; ``traces["output"]`` holds the full evaluation (sub-scores and evidence).
+``batch_score`` / ``abatch_score`` score many rows. Ragas 0.4.3's ``evaluate()`` rejects
+collections metrics; use :class:`ragas_ext.SummaryQuality` there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragas.metrics.collections.base import BaseMetric
+from ragas.metrics.result import MetricResult
+
+from shared import DEFAULT_N
+
+from ._metrics import SummarySettings
+
+if TYPE_CHECKING:
+    from ragas.llms.base import InstructorBaseRagasLLM
+
+
+class SummaryQuality(BaseMetric):
+    """Alignment/coverage F-beta of a summary (or one sub-score), collections style.
+
+    Same options as :class:`ragas_ext.SummaryQuality`; ``sub_score`` picks which number is the
+    value (default the headline ``score``). Like Ragas's own collections metrics it requires an
+    instructor LLM (``llm_factory``).
+    """
+
+    llm: InstructorBaseRagasLLM
+
+    def __init__(
+        self,
+        llm: InstructorBaseRagasLLM,
+        name: str | None = None,
+        *,
+        sub_score: str = "score",
+        n: int = DEFAULT_N,
+        questions: Sequence[str | dict[str, Any]] | None = None,
+        beta: float = 1.0,
+        combine: str = "fbeta",
+        dimensions: Sequence[str] | None = None,
+        embeddings: Any = None,
+        retries: int = 2,
+        cache: bool | str | Path = True,
+        concurrency: int = 8,
+    ) -> None:
+        self.llm = llm  # set before super().__init__, which validates it
+        self.settings = SummarySettings(
+            sub_score=sub_score,
+            n=n,
+            questions=questions,
+            beta=beta,
+            combine=combine,
+            dimensions=dimensions,
+            embeddings=embeddings,
+            retries=retries,
+            cache=cache,
+            concurrency=concurrency,
+        )
+        default_name = "summary_quality" if sub_score == "score" else f"summary_{sub_score}"
+        super().__init__(name=name or default_name, allowed_values=(0.0, 1.0))
+
+    async def ascore(self, reference_contexts: list[str], response: str) -> MetricResult:  # type: ignore[override]
+        """Score one summary; bad input raises (TypeError/ValueError), an unscored row does not."""
+        evaluation = await self.settings.evaluate(self.llm, reference_contexts, response)
+        value = self.settings.value(evaluation, self.name)
+        reason = evaluation.reason  # "Unscored: <why>" for an unscored row
+        if evaluation.scored and math.isnan(value):
+            reason = f"Sub-score {self.settings.sub_score!r} was not computed. {evaluation.reason}"
+        return MetricResult(
+            value=value,
+            reason=reason,
+            traces={
+                "input": {"reference_contexts": reference_contexts, "response": response},
+                "output": evaluation.model_dump(),
+            },
+        )
