@@ -1,0 +1,356 @@
+"""DeepEval metrics over the summary-eval core: the headline score and one metric per sub-score.
+
+Each metric maps an ``LLMTestCase`` (``input`` = source, ``actual_output`` = summary) to one call
+of :func:`shared.ascore_summary` and copies the result into the fields DeepEval reads. Nothing
+about a case is kept on the metric besides those result fields: questions, claims and costs live
+in locals of the call, so one instance can score any number of sources (DeepEval's own
+``SummarizationMetric`` reuses the first case's questions on every later case).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar, Literal
+
+from deepeval.metrics import BaseMetric
+from deepeval.metrics.indicator import metric_progress_indicator
+from deepeval.metrics.utils import construct_verbose_logs, initialize_model, prepare_measure
+from deepeval.models import DeepEvalBaseLLM
+from deepeval.test_case import LLMTestCase, SingleTurnParams
+
+from shared import DEFAULT_N, ScoreOptions, SummaryEvaluation, ascore_summary
+from shared.pipeline import run_sync
+
+from ._judge import CaseUsage, current_usage, judge_for
+
+
+class SummaryScoringError(RuntimeError):
+    """The metric could not score a test case (judge output invalid after retries, a sub-score
+    not computed). Raised after ``error`` is set, so ``deepeval.evaluate()`` stops on it unless
+    ``ErrorConfig(ignore_errors=True)``, which records the error and scores the other cases."""
+
+
+def _supports_option(name: str) -> bool:
+    return name in ScoreOptions.__dataclass_fields__
+
+
+class _SummaryMetricBase(BaseMetric):
+    """Options, the single async measuring path and the result mapping shared by all metrics.
+
+    Subclasses say which entry of ``SummaryEvaluation.sub_scores()`` is their score
+    (``_score_key``) and their display name.
+    """
+
+    _required_params: ClassVar[list[SingleTurnParams]] = [
+        SingleTurnParams.INPUT,
+        SingleTurnParams.ACTUAL_OUTPUT,
+    ]
+    _score_key: ClassVar[str] = "score"
+    _display_name: ClassVar[str] = "Summary Quality"
+
+    def __init__(
+        self,
+        threshold: float = 0.5,
+        model: str | DeepEvalBaseLLM | None = None,
+        n: int = DEFAULT_N,
+        assessment_questions: Sequence[str | dict[str, Any]] | None = None,
+        include_reason: bool = True,
+        strict_mode: bool = False,
+        async_mode: bool = True,
+        verbose_mode: bool = False,
+        beta: float = 1.0,
+        combine: Literal["fbeta", "min"] = "fbeta",
+        dimensions: Iterable[str] | None = None,
+        retries: int = 2,
+        cache: bool | str = True,
+        flaky: bool = False,
+    ) -> None:
+        # Every argument is stored under its own name: deepeval.evaluate() copies a metric per
+        # test case by calling the class again with the attributes that match __init__.
+        self.threshold = 1 if strict_mode else threshold
+        self.model, self.using_native_model = initialize_model(model)
+        self.evaluation_model = self.model.get_model_name()
+        self.n = n
+        self.assessment_questions = (
+            list(assessment_questions) if assessment_questions else None
+        )  # [] means "generate them", as in DeepEval
+        self.include_reason = include_reason
+        self.strict_mode = strict_mode
+        self.async_mode = async_mode
+        self.verbose_mode = verbose_mode
+        self.beta = beta
+        self.combine = combine
+        self.dimensions = None if dimensions is None else tuple(dimensions)
+        self.retries = retries
+        self.cache = cache
+        self.flaky = flaky
+        # Bad options fail here, at construction, rather than once per test case.
+        ScoreOptions.from_kwargs(self._score_options())
+
+    def _score_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "n": self.n,
+            "questions": self.assessment_questions,
+            "beta": self.beta,
+            "combine": self.combine,
+            "retries": self.retries,
+            "cache": self.cache,
+        }
+        if self.dimensions is not None:
+            options["dimensions"] = self.dimensions
+        return options
+
+    @property
+    def __name__(self) -> str:  # type: ignore[override]
+        return self._display_name
+
+    # -- measuring: one async path, one sync wrapper -----------------------------------------
+
+    def measure(
+        self,
+        test_case: LLMTestCase,
+        _show_indicator: bool = True,
+        _in_component: bool = False,
+        *args: Any,
+        **kwargs: Any,
+    ) -> float:
+        """Sync entry point (``async_mode=False`` runs, ``metric.measure``): runs :meth:`a_measure`
+        to completion, from inside a running event loop too."""
+        return run_sync(
+            lambda: self.a_measure(
+                test_case, _show_indicator=_show_indicator, _in_component=_in_component
+            )
+        )
+
+    async def a_measure(
+        self,
+        test_case: LLMTestCase,
+        _show_indicator: bool = True,
+        _in_component: bool = False,
+        *args: Any,
+        **kwargs: Any,
+    ) -> float:
+        """Score one test case; sets ``score``, ``reason``, ``success``, ``score_breakdown``,
+        ``evaluation_cost``, ``verbose_logs`` and ``error``, and returns the score."""
+        prepare_measure(self, test_case)  # DeepEval's own errors for missing input/output
+        with metric_progress_indicator(
+            self, async_mode=True, _show_indicator=_show_indicator, _in_component=_in_component
+        ):
+            usage = CaseUsage(cost=0.0 if self.using_native_model else None)
+            token = current_usage.set(usage)
+            try:
+                evaluation = await ascore_summary(
+                    test_case.input,
+                    test_case.actual_output,
+                    judge=judge_for(self.model, use_async=self.async_mode),
+                    **self._score_options(),
+                )
+            except (TypeError, ValueError) as exc:
+                # e.g. a whitespace-only source; not a TypeError, which DeepEval retries
+                self._record_failure(f"bad test case: {exc}", usage)
+                raise SummaryScoringError(self.error) from exc
+            finally:
+                current_usage.reset(token)
+            self._record(evaluation, usage)
+            if self.error is not None:
+                raise SummaryScoringError(self.error)
+            return float(self.score)  # type: ignore[arg-type]
+
+    # -- result mapping ------------------------------------------------------------------------
+
+    def _record_failure(self, message: str, usage: CaseUsage) -> None:
+        self.score = None
+        self.score_breakdown = None
+        self.reason = None
+        self.success = False
+        self.error = message
+        self.evaluation_cost = usage.cost
+        self.verbose_logs = None
+
+    def _record(self, evaluation: SummaryEvaluation, usage: CaseUsage) -> None:
+        """Copy one evaluation into DeepEval's result fields, all at once (no await in between,
+        so concurrent cases on one instance never interleave their fields)."""
+        sub_scores = evaluation.sub_scores()
+        value = sub_scores.get(self._score_key)
+        if not evaluation.scored:
+            error: str | None = f"unscored: {evaluation.error}"
+        elif value is None:
+            error = (
+                f"sub-score '{self._score_key}' was not computed"
+                + (
+                    f"; computed: {', '.join(k for k, v in sub_scores.items() if v is not None)}"
+                    if self._score_key in sub_scores
+                    else " by this version of summary-eval (no such sub-score)"
+                )
+                + ". Check the metric's `dimensions` option."
+            )
+        else:
+            error = None
+        if error is not None:
+            self._record_failure(error, usage)
+            self.verbose_logs = construct_verbose_logs(
+                self, steps=[*_evidence_steps(evaluation), f"Error: {error}"]
+            )
+            return
+        score = float(value)  # type: ignore[arg-type]
+        if self.strict_mode and score < self.threshold:
+            score = 0.0  # DeepEval's strict mode: anything short of perfect is 0
+        self.score = score
+        self.score_breakdown = {
+            name: sub for name, sub in sub_scores.items() if name != "score" and sub is not None
+        }
+        self.reason = self._reason(evaluation) if self.include_reason else None
+        self.error = None
+        self.evaluation_cost = usage.cost
+        self.success = self.is_successful()
+        self.verbose_logs = construct_verbose_logs(
+            self,
+            steps=[*_evidence_steps(evaluation), f"Score: {self.score}\nReason: {self.reason}"],
+        )
+
+    def _reason(self, evaluation: SummaryEvaluation) -> str:
+        return evaluation.reason
+
+
+def _evidence_steps(evaluation: SummaryEvaluation) -> list[str]:
+    """Verbose-log sections: questions with grades, claims with verdicts, the signature."""
+    questions = [
+        f"{i}. [importance {q.importance}] {q.question}\n"
+        f"   reference: {q.reference_answer}\n"
+        + (
+            f"   summary: {q.summary_answer} -> grade {q.grade}/5 ({q.grade_reason})"
+            if q.counted
+            else "   not counted: the source does not answer it"
+        )
+        for i, q in enumerate(evaluation.questions, start=1)
+    ]
+    claims = [
+        f"{i}. {c.claim}\n   verdict: {c.verdict}"
+        + (f" ({c.reason})" if c.reason else "")
+        + (f'\n   quote: "{c.quote}"' if c.quote else "")
+        for i, c in enumerate(evaluation.claims, start=1)
+    ]
+    sub_scores = ", ".join(
+        f"{name}={value:.3f}"
+        for name, value in evaluation.sub_scores().items()
+        if value is not None
+    )
+    return [
+        "Coverage questions:\n" + ("\n".join(questions) or "(none)"),
+        "Claims and verdicts:\n" + ("\n".join(claims) or "(none)"),
+        f"Sub-scores: {sub_scores or '(none)'}",
+        f"Signature: {evaluation.signature}",
+    ]
+
+
+class SummaryQualityMetric(_SummaryMetricBase):
+    """Drop-in replacement for ``deepeval.metrics.SummarizationMetric``.
+
+    ``score`` is F-beta of alignment (claims checked against the full source) and weighted
+    coverage (open-ended questions graded 0-5); ``combine="min"`` gives DeepEval's rule.
+    ``score_breakdown`` holds every computed sub-score.
+    """
+
+
+class SummarySubScoreMetric(_SummaryMetricBase):
+    """Thresholds one sub-score, e.g. ``SummarySubScoreMetric("alignment", threshold=0.9)``.
+
+    The score is ``SummaryEvaluation.sub_scores()[sub_score]``; a sub-score the core did not
+    compute (not requested in ``dimensions``, or unknown to this version) is an error, never 0.
+    The named subclasses (``SummaryAlignmentMetric`` ...) fix ``sub_score``.
+    """
+
+    fixed_sub_score: ClassVar[str | None] = None
+
+    def __init__(
+        self, sub_score: str | None = None, threshold: float = 0.5, **options: Any
+    ) -> None:
+        fixed = type(self).fixed_sub_score
+        if fixed is not None and sub_score not in (None, fixed):
+            raise ValueError(f"{type(self).__name__} scores '{fixed}', not {sub_score!r}")
+        sub_score = sub_score or fixed
+        if not isinstance(sub_score, str) or not sub_score or sub_score == "score":
+            raise ValueError(
+                f"sub_score must name a sub-score such as 'alignment', got {sub_score!r}"
+            )
+        self.sub_score = sub_score
+        super().__init__(threshold=threshold, **options)
+
+    @property
+    def _score_key(self) -> str:  # type: ignore[override]
+        return self.sub_score
+
+    @property
+    def __name__(self) -> str:  # type: ignore[override]
+        return f"Summary {self.sub_score.replace('_', ' ').title()}"
+
+    def _score_options(self) -> dict[str, Any]:
+        options = super()._score_options()
+        # compute only the dimension this metric reports, where the core takes the option
+        if (
+            self.dimensions is None
+            and _supports_option("dimensions")
+            and self.sub_score not in _CORE_SCORES
+        ):
+            options["dimensions"] = (self.sub_score,)
+        return options
+
+    def _reason(self, evaluation: SummaryEvaluation) -> str:
+        value = evaluation.sub_scores()[self.sub_score]
+        return f"{self.sub_score} {value:.2f}. {evaluation.reason}"
+
+
+_CORE_SCORES = frozenset({"score", "alignment", "coverage"})
+
+
+class SummaryAlignmentMetric(SummarySubScoreMetric):
+    """Share of the summary's claims that the full source supports."""
+
+    fixed_sub_score = "alignment"
+
+
+class SummaryCoverageMetric(SummarySubScoreMetric):
+    """Importance-weighted share of the source's main points the summary covers."""
+
+    fixed_sub_score = "coverage"
+
+
+class SummaryDensityMetric(SummarySubScoreMetric):
+    """Closeness of the summary's entity density to the Chain-of-Density target."""
+
+    fixed_sub_score = "density"
+
+
+class SummarySpecificityMetric(SummarySubScoreMetric):
+    """1 - share of summary sentences the judge flags as vague."""
+
+    fixed_sub_score = "specificity"
+
+
+class SummaryNonRedundancyMetric(SummarySubScoreMetric):
+    """1 - unnecessary repetition in the summary."""
+
+    fixed_sub_score = "non_redundancy"
+
+
+class SummaryCoherenceMetric(SummarySubScoreMetric):
+    """Local coherence: similarity of sentence embeddings i and i+2."""
+
+    fixed_sub_score = "coherence"
+
+
+class SummaryConcisenessMetric(SummarySubScoreMetric):
+    """Ragas's length penalty, for parity with its summary score."""
+
+    fixed_sub_score = "conciseness"
+
+
+SUB_SCORE_METRICS: dict[str, type[SummarySubScoreMetric]] = {
+    "alignment": SummaryAlignmentMetric,
+    "coverage": SummaryCoverageMetric,
+    "density": SummaryDensityMetric,
+    "specificity": SummarySpecificityMetric,
+    "non_redundancy": SummaryNonRedundancyMetric,
+    "coherence": SummaryCoherenceMetric,
+    "conciseness": SummaryConcisenessMetric,
+}
