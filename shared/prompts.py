@@ -88,6 +88,22 @@ class AnswerGrades(BaseModel):
     grades: list[AnswerGrade]
 
 
+class SentenceVerdict(BaseModel):
+    index: int = Field(description="The number of the sentence being judged.")
+    vague: bool = Field(description="True if it says what the text is about instead of the facts.")
+    reason: str = Field(default="", description="One short sentence; required when vague.")
+
+
+class RepeatedPoint(BaseModel):
+    point: str = Field(description="The repeated point, in a few words.")
+    sentences: list[int] = Field(description="Numbers of every sentence stating it (at least 2).")
+
+
+class StyleReview(BaseModel):
+    sentences: list[SentenceVerdict]
+    repeated_points: list[RepeatedPoint] = Field(default_factory=list)
+
+
 # ---------------------------------------------------------------------------------------------
 # Templates
 # ---------------------------------------------------------------------------------------------
@@ -198,6 +214,30 @@ Reply with JSON, one entry per item, in order:
 {{"grades": [{{"index": 1, "grade": 0-5, "reason": "..."}}]}}
 """
 
+REVIEW_STYLE = """{task_line}
+You review how a summary is written, sentence by sentence.
+
+{data_rule}
+
+The summary is given as numbered sentences. Do two things.
+
+1. Vagueness. For each sentence, decide whether it is vague: it tells the reader what the text is
+about or what its author does ("the article discusses the reasons for...", "the author
+describes...", "several issues are raised") instead of stating the facts, names, figures or
+outcomes themselves. A sentence that states concrete content is not vague, however short. Give a
+one-sentence reason for every vague sentence; leave the reason empty for the others.
+
+2. Repetition. List every point the summary states more than once without need: the same fact or
+idea restated, in the same or in other words. For each, name the point in a few words and give the
+numbers of all the sentences that state it (at least two). A sentence that elaborates with new
+facts is not a repetition. List nothing if no point is repeated.
+
+{sentences_block}
+
+Reply with JSON, one entry per sentence, in order:
+{{"sentences": [{{"index": 1, "vague": false, "reason": ""}}], "repeated_points": [{{"point": "...", "sentences": [1, 3]}}]}}
+"""
+
 Task = Literal[
     "generate_questions",
     "answer_user_questions",
@@ -205,6 +245,7 @@ Task = Literal[
     "verify_claims",
     "answer_from_summary",
     "grade_answers",
+    "review_style",
 ]
 
 PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
@@ -214,6 +255,7 @@ PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
     "verify_claims": (VERIFY_CLAIMS, ClaimVerdicts),
     "answer_from_summary": (ANSWER_FROM_SUMMARY, SummaryAnswers),
     "grade_answers": (GRADE_ANSWERS, AnswerGrades),
+    "review_style": (REVIEW_STYLE, StyleReview),
 }
 
 SCHEMA_FOR_TASK: dict[str, type[BaseModel]] = {
@@ -309,6 +351,12 @@ def grade_answers_prompt(items: Sequence[tuple[str, str, str]]) -> str:
         for q, r, c in items
     ]
     return render("grade_answers", items_block=numbered_block("ITEMS", lines))
+
+
+def review_style_prompt(sentences: Sequence[str]) -> str:
+    """One call for both judged dimensions: vague sentences (specificity) and repeated points
+    (non-redundancy); the sentences are spaCy's split, numbered from 1."""
+    return render("review_style", sentences_block=numbered_block("SENTENCES", sentences))
 
 
 # ---------------------------------------------------------------------------------------------

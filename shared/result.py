@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .dimensions.evidence import DimensionEvidence
 from .prompts import Verdict
 
 
@@ -35,7 +36,10 @@ class SummaryEvaluation(BaseModel):
     """Every sub-score (float in [0, 1], or None when unscored), evidence and provenance.
 
     ``error`` is None for a scored result and says why otherwise; an unscored result never
-    carries a partial score.
+    carries a partial score. The text-quality dimensions (``density`` … ``conciseness``) are
+    reported beside the score and do not enter it: an unscored result (including ``judge=None``)
+    still carries the dimensions that could be computed, and a failed dimension is None with its
+    reason in ``dimension_evidence`` without unscoring the result.
     """
 
     score: float | None
@@ -45,6 +49,14 @@ class SummaryEvaluation(BaseModel):
     reason: str = ""
     questions: list[QuestionEvidence] = Field(default_factory=list)
     claims: list[ClaimEvidence] = Field(default_factory=list)
+    density: float | None = None
+    specificity: float | None = None
+    non_redundancy: float | None = None
+    coherence: float | None = None
+    conciseness: float | None = None
+    dimension_evidence: DimensionEvidence = Field(default_factory=DimensionEvidence)
+    """Per text-quality dimension: its score, the reason (or why it is None), the raw evidence.
+    A dimension switched off by the ``dimensions`` option has no entry (None)."""
     signature: str = ""
 
     @property
@@ -53,7 +65,16 @@ class SummaryEvaluation(BaseModel):
 
     def sub_scores(self) -> dict[str, float | None]:
         """The headline score and every sub-score by name (what adapters put in columns)."""
-        return {"score": self.score, "alignment": self.alignment, "coverage": self.coverage}
+        return {
+            "score": self.score,
+            "alignment": self.alignment,
+            "coverage": self.coverage,
+            "density": self.density,
+            "specificity": self.specificity,
+            "non_redundancy": self.non_redundancy,
+            "coherence": self.coherence,
+            "conciseness": self.conciseness,
+        }
 
     def to_row(self) -> dict[str, Any]:
         """A flat dict for tables: sub-scores, reason, error, signature."""

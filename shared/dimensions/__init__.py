@@ -1,0 +1,62 @@
+"""Text-quality dimensions reported beside the main score.
+
+``density``, ``specificity``, ``non_redundancy``, ``coherence`` and ``conciseness``: each a float
+in [0, 1] (higher is better) or None with a reason, with its evidence. Definitions, formulas and
+their measured validity on SummEval: ``docs/DIMENSIONS.md``. spaCy, NLTK and the embedding model
+are imported lazily, on first use.
+"""
+
+from .compute import (
+    DimensionSettings,
+    SummaryAnalysis,
+    analyse_summaries,
+    build_evidence,
+    empty_summary_evidence,
+    normalise_dimensions,
+)
+from .density import DEFAULT_TARGET, DEFAULT_TOLERANCE, density_score
+from .embedding import DEFAULT_EMBEDDING_MODEL, Embedder, MiniLMEmbedder, default_embedder
+from .evidence import (
+    DIMENSIONS,
+    CoherenceEvidence,
+    ConcisenessEvidence,
+    DensityEvidence,
+    DimensionEvidence,
+    DimensionResult,
+    EntityMention,
+    FlaggedSentence,
+    NonRedundancyEvidence,
+    SentencePair,
+    SpecificityEvidence,
+)
+from .nlp import DEFAULT_SPACY_MODEL, MissingSpacyModelError, load_pipeline
+
+__all__ = [
+    "DEFAULT_EMBEDDING_MODEL",
+    "DEFAULT_SPACY_MODEL",
+    "DEFAULT_TARGET",
+    "DEFAULT_TOLERANCE",
+    "DIMENSIONS",
+    "CoherenceEvidence",
+    "ConcisenessEvidence",
+    "DensityEvidence",
+    "DimensionEvidence",
+    "DimensionResult",
+    "DimensionSettings",
+    "Embedder",
+    "EntityMention",
+    "FlaggedSentence",
+    "MiniLMEmbedder",
+    "MissingSpacyModelError",
+    "NonRedundancyEvidence",
+    "SentencePair",
+    "SpecificityEvidence",
+    "SummaryAnalysis",
+    "analyse_summaries",
+    "build_evidence",
+    "default_embedder",
+    "density_score",
+    "empty_summary_evidence",
+    "load_pipeline",
+    "normalise_dimensions",
+]

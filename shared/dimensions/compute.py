@@ -1,0 +1,245 @@
+"""Glue for the pipeline: settings, the batched analysis (spaCy + embeddings), and assembly.
+
+The analysis is CPU work done once per batch: one ``nlp.pipe`` over every summary, then one
+``embed`` call over every sentence of every summary. Each summary's slice of it is then combined
+with the judge's style review (if any) into :class:`DimensionEvidence`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..prompts import StyleReview
+from .coherence import score_coherence
+from .conciseness import score_conciseness
+from .density import DEFAULT_TARGET, DEFAULT_TOLERANCE, score_density
+from .embedding import default_embedder, embedder_id, unit_rows
+from .evidence import (
+    DIMENSIONS,
+    NEEDS_EMBEDDINGS,
+    NEEDS_JUDGE,
+    NEEDS_SPACY,
+    CoherenceEvidence,
+    ConcisenessEvidence,
+    DensityEvidence,
+    DimensionEvidence,
+    NonRedundancyEvidence,
+    SpecificityEvidence,
+)
+from .nlp import DEFAULT_SPACY_MODEL, TextAnalysis, analyse_texts, load_pipeline, pipeline_id
+from .redundancy import score_non_redundancy
+from .specificity import score_specificity
+
+
+def normalise_dimensions(dimensions: Iterable[str] | None) -> tuple[str, ...]:
+    """Validate dimension names; keep report order; None means all five."""
+    if dimensions is None:
+        return DIMENSIONS
+    if isinstance(dimensions, str):
+        raise TypeError(f"dimensions must be a list of names, not one string ({dimensions!r})")
+    names = list(dimensions)
+    for name in names:
+        if name not in DIMENSIONS:
+            expected = ", ".join(DIMENSIONS)
+            raise ValueError(f"unknown dimension {name!r}; expected some of {expected}")
+    return tuple(d for d in DIMENSIONS if d in names)
+
+
+@dataclass(frozen=True)
+class DimensionSettings:
+    """The options that shape the dimensions (a view of the pipeline's ScoreOptions)."""
+
+    dimensions: tuple[str, ...] = DIMENSIONS
+    spacy_model: str = DEFAULT_SPACY_MODEL
+    embedder: Any = field(default=None, compare=False)
+    density_target: float = DEFAULT_TARGET
+    density_tolerance: float = DEFAULT_TOLERANCE
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dimensions", normalise_dimensions(self.dimensions))
+        if not isinstance(self.spacy_model, str) or not self.spacy_model.strip():
+            raise TypeError(f"spacy_model must be a pipeline name, got {self.spacy_model!r}")
+        for name in ("density_target", "density_tolerance"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if self.embedder is not None and not callable(getattr(self.embedder, "embed", None)):
+            raise TypeError(f"embedder must have embed(texts) -> vectors; got {self.embedder!r}")
+
+    @property
+    def needs_spacy(self) -> bool:
+        return bool(NEEDS_SPACY & set(self.dimensions))
+
+    @property
+    def needs_embeddings(self) -> bool:
+        return bool(NEEDS_EMBEDDINGS & set(self.dimensions))
+
+    @property
+    def needs_judge(self) -> bool:
+        return bool(NEEDS_JUDGE & set(self.dimensions))
+
+    def resolved_embedder(self) -> Any:
+        return self.embedder if self.embedder is not None else default_embedder()
+
+    def check_available(self) -> None:
+        """Load the spaCy pipeline now, so a missing one fails before any judge call."""
+        if self.needs_spacy:
+            load_pipeline(self.spacy_model)
+
+    def signature_part(self) -> str:
+        """``|dens:<target>/<tol>|spacy:<pipeline>-<version>|emb:<model>`` for what is used."""
+        parts = []
+        if "density" in self.dimensions:
+            parts.append(f"dens:{self.density_target:g}/{self.density_tolerance:g}")
+        if self.needs_spacy:
+            parts.append(f"spacy:{pipeline_id(self.spacy_model)}")
+        if self.needs_embeddings:
+            parts.append(f"emb:{embedder_id(self.resolved_embedder())}")
+        return "".join(f"|{part}" for part in parts)
+
+
+@dataclass(frozen=True)
+class SummaryAnalysis:
+    """One summary's slice of the batch analysis."""
+
+    text: TextAnalysis | None = None
+    unit: np.ndarray | None = None
+    embed_error: str | None = None
+
+    @property
+    def sentences(self) -> tuple[str, ...]:
+        return self.text.sentences if self.text is not None and not self.text.error else ()
+
+
+def analyse_summaries(texts: Sequence[str], settings: DimensionSettings) -> list[SummaryAnalysis]:
+    """spaCy over all texts in one ``nlp.pipe``, then all their sentences in one ``embed`` call.
+
+    An embedder failure becomes ``embed_error`` on every analysis (the dimensions that need
+    embeddings are then None with that reason); it is never raised.
+    """
+    if not settings.needs_spacy:
+        return [SummaryAnalysis() for _ in texts]
+    analyses = analyse_texts(texts, settings.spacy_model)
+    if not settings.needs_embeddings:
+        return [SummaryAnalysis(text=a) for a in analyses]
+    sentences = [s for a in analyses if not a.error for s in a.sentences]
+    unit: np.ndarray | None = None
+    error: str | None = None
+    if sentences:
+        try:
+            unit = unit_rows(settings.resolved_embedder().embed(sentences), len(sentences))
+        except Exception as exc:  # a user embedder may fail in any way; never sink the batch
+            error = f"embedder failed: {type(exc).__name__}: {exc}"
+    out: list[SummaryAnalysis] = []
+    offset = 0
+    for a in analyses:
+        count = 0 if a.error else len(a.sentences)
+        if count == 0:
+            rows: np.ndarray | None = np.zeros((0, 1))
+        else:
+            rows = None if unit is None else unit[offset : offset + count]
+        out.append(SummaryAnalysis(text=a, unit=rows, embed_error=error if count else None))
+        offset += count
+    return out
+
+
+def empty_summary_evidence(settings: DimensionSettings, source: str) -> DimensionEvidence:
+    """Every requested dimension None: an empty summary has no text quality to measure."""
+    reason = "not computed: the summary is empty"
+    return _only(
+        settings,
+        density=DensityEvidence(
+            reason=reason, target=settings.density_target, tolerance=settings.density_tolerance
+        ),
+        specificity=SpecificityEvidence(reason=reason),
+        non_redundancy=NonRedundancyEvidence(reason=reason),
+        coherence=CoherenceEvidence(reason=reason),
+        conciseness=ConcisenessEvidence(reason=reason, summary_chars=0, source_chars=len(source)),
+    )
+
+
+def build_evidence(
+    settings: DimensionSettings,
+    source: str,
+    summary: str,
+    analysis: SummaryAnalysis,
+    review: StyleReview | None,
+    judge_problem: str | None,
+) -> DimensionEvidence:
+    """Every requested dimension from the analysis and the judge's review.
+
+    ``judge_problem``: "" when no judge was given, a reason when the style call failed, None when
+    ``review`` is there (or no call was needed).
+    """
+    wanted = set(settings.dimensions)
+    out: dict[str, Any] = {}
+    if "conciseness" in wanted:
+        out["conciseness"] = score_conciseness(summary, source)
+    if not settings.needs_spacy:
+        return _only(settings, **out)
+    text = analysis.text
+    problem = None
+    if text is None:
+        problem = "not analysed"
+    elif text.error:
+        problem = text.error
+    if "density" in wanted:
+        out["density"] = (
+            score_density(text, settings.density_target, settings.density_tolerance)
+            if text is not None
+            else DensityEvidence(
+                reason=f"not computed: {problem}",
+                target=settings.density_target,
+                tolerance=settings.density_tolerance,
+            )
+        )
+    sentences = analysis.sentences
+    if "specificity" in wanted:
+        out["specificity"] = _specificity(sentences, problem, review, judge_problem)
+    embed_problem = problem or analysis.embed_error
+    unit = analysis.unit
+    if "coherence" in wanted:
+        if embed_problem or unit is None:
+            out["coherence"] = CoherenceEvidence(
+                sentence_count=len(sentences), reason=f"not computed: {embed_problem}"
+            )
+        else:
+            out["coherence"] = score_coherence(sentences, unit)
+    if "non_redundancy" in wanted:
+        if embed_problem or unit is None or text is None:
+            out["non_redundancy"] = NonRedundancyEvidence(
+                sentence_count=len(sentences), reason=f"not computed: {embed_problem}"
+            )
+        else:
+            out["non_redundancy"] = score_non_redundancy(
+                sentences, unit, text.words, text.stop, review, judge_problem
+            )
+    return _only(settings, **out)
+
+
+def _specificity(
+    sentences: tuple[str, ...],
+    problem: str | None,
+    review: StyleReview | None,
+    judge_problem: str | None,
+) -> SpecificityEvidence:
+    n = len(sentences)
+    if problem:
+        return SpecificityEvidence(reason=f"not computed: {problem}")
+    if n == 0:
+        return SpecificityEvidence(reason="not computed: the summary has no sentence to judge")
+    if review is not None:
+        return score_specificity(sentences, review)
+    if judge_problem:
+        return SpecificityEvidence(sentence_count=n, reason=f"not computed: {judge_problem}")
+    return SpecificityEvidence(
+        sentence_count=n, reason="not computed: specificity needs a judge (judge=None)"
+    )
+
+
+def _only(settings: DimensionSettings, **evidence: Any) -> DimensionEvidence:
+    return DimensionEvidence(**{k: v for k, v in evidence.items() if k in settings.dimensions})

@@ -1,0 +1,25 @@
+"""Conciseness: Ragas's length penalty, kept identical for parity with Ragas users' numbers.
+
+``1 - min(len(summary), len(source)) / (len(source) + 1e-10)`` over characters
+(ragas 0.4.3, ``ragas/metrics/_summarization.py``, ``_compute_conciseness_score``). Ragas joins
+``reference_contexts`` with one newline; our core joins a list of sources with a blank line, so
+for multi-part sources the source length here is one character longer per join.
+"""
+
+from __future__ import annotations
+
+from .evidence import ConcisenessEvidence
+
+
+def conciseness_score(summary: str, source: str) -> float:
+    return 1 - min(len(summary), len(source)) / (len(source) + 1e-10)
+
+
+def score_conciseness(summary: str, source: str) -> ConcisenessEvidence:
+    score = min(1.0, max(0.0, conciseness_score(summary, source)))
+    return ConcisenessEvidence(
+        score=score,
+        reason=f"summary is {len(summary):,} characters for a {len(source):,}-character source",
+        summary_chars=len(summary),
+        source_chars=len(source),
+    )

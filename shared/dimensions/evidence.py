@@ -1,0 +1,108 @@
+"""Typed evidence for the text-quality dimensions (pydantic only: cheap to import).
+
+Each dimension reports its score (float in [0, 1], higher is better, or None) together with a
+``reason`` (how the number was reached, or why there is none) and the raw evidence behind it, so a
+number can always be traced back to entities, sentence pairs or the judge's flags.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ..prompts import RepeatedPoint
+
+DimensionName = Literal["density", "specificity", "non_redundancy", "coherence", "conciseness"]
+
+DIMENSIONS: tuple[DimensionName, ...] = (
+    "density",
+    "specificity",
+    "non_redundancy",
+    "coherence",
+    "conciseness",
+)
+"""Every dimension, in report order (the default of the ``dimensions`` option)."""
+
+NEEDS_SPACY = frozenset({"density", "specificity", "non_redundancy", "coherence"})
+NEEDS_EMBEDDINGS = frozenset({"non_redundancy", "coherence"})
+NEEDS_JUDGE = frozenset({"specificity", "non_redundancy"})
+"""non_redundancy has a judged and a deterministic part; without a judge only the latter runs."""
+
+
+class DimensionResult(BaseModel):
+    """What every dimension carries: its score and the reason for it (or for its absence)."""
+
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
+    reason: str = ""
+
+
+class EntityMention(BaseModel):
+    text: str
+    label: str
+
+
+class DensityEvidence(DimensionResult):
+    entities: list[EntityMention] = Field(default_factory=list)
+    entity_count: int = 0
+    token_count: int = 0
+    entity_density: float | None = None
+    target: float
+    tolerance: float
+
+
+class FlaggedSentence(BaseModel):
+    index: int = Field(description="1-based sentence number.")
+    sentence: str
+    reason: str
+
+
+class SpecificityEvidence(DimensionResult):
+    sentence_count: int = 0
+    flagged: list[FlaggedSentence] = Field(default_factory=list)
+
+
+class SentencePair(BaseModel):
+    first: int = Field(description="1-based number of the earlier sentence.")
+    second: int = Field(description="1-based number of the later sentence.")
+    similarity: float
+
+
+class NonRedundancyEvidence(DimensionResult):
+    sentence_count: int = 0
+    near_duplicates: list[SentencePair] = Field(default_factory=list)
+    repeated_ngrams: list[str] = Field(default_factory=list)
+    ngram_repeat_share: float | None = None
+    deterministic_redundancy: float | None = None
+    deterministic_score: float | None = None
+    repeated_points: list[RepeatedPoint] | None = None
+    """The judge's repeated points; None when no judge answered."""
+    judge_redundancy: float | None = None
+
+
+class CoherenceEvidence(DimensionResult):
+    sentence_count: int = 0
+    gap: int | None = Field(default=None, description="2 (sentences i, i+2) or 1 (two sentences).")
+    similarities: list[float] = Field(default_factory=list)
+
+
+class ConcisenessEvidence(DimensionResult):
+    summary_chars: int
+    source_chars: int
+
+
+class DimensionEvidence(BaseModel):
+    """One entry per requested dimension; None for a dimension that was switched off."""
+
+    density: DensityEvidence | None = None
+    specificity: SpecificityEvidence | None = None
+    non_redundancy: NonRedundancyEvidence | None = None
+    coherence: CoherenceEvidence | None = None
+    conciseness: ConcisenessEvidence | None = None
+
+    def scores(self) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for name in DIMENSIONS:
+            item = getattr(self, name)
+            out[name] = None if item is None else item.score
+        return out
