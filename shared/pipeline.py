@@ -2,9 +2,15 @@
 
 Call graph for one summary (three sequential judge rounds, cold cache)::
 
-    round 1   generate questions (source only, shared)   |  extract claims (summary)
+    round 1   generate questions (source only, shared)   |  extract claims  |  review style
     round 2   answer questions from the summary          |  verify claims against the full source
     round 3   grade answers against reference answers
+
+"Review style" is the one judge call of the text-quality dimensions (vague sentences for
+specificity, repeated points for non-redundancy); it waits only for spaCy's sentence split, which
+runs in a worker thread while the first judge calls are in flight. The deterministic dimensions
+(spaCy, NLTK, embeddings: :mod:`shared.dimensions`) need no judge; with ``judge=None`` they are
+the only thing computed and the result is unscored with ``error`` starting "no judge".
 
 Question generation depends only on the source and the options, so concurrent summaries of one
 source share one call (the cached judge de-duplicates identical in-flight requests) and later
@@ -25,6 +31,22 @@ from typing import Any, Literal, TypeVar
 
 from . import prompts as p
 from ._version import __version__
+from .dimensions import (
+    DEFAULT_SPACY_MODEL,
+    DEFAULT_TARGET,
+    DEFAULT_TOLERANCE,
+    DIMENSIONS,
+    DimensionEvidence,
+    DimensionSettings,
+    SummaryAnalysis,
+    add_embeddings,
+    analyse_spacy,
+    build_evidence,
+    normalise_dimensions,
+    unavailable_evidence,
+)
+from .dimensions.nlp import TextAnalysis
+from .dimensions.specificity import review_style
 from .judge import CachedJudge, CacheStore, Judge, JudgeFailed, base_judge, robust_judge
 from .result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
 from .scoring import alignment_ratio, combine_scores, weighted_coverage
@@ -38,6 +60,11 @@ in one short call each. The number of judge calls does not depend on ``n``."""
 
 IDK_ANSWERS = frozenset({"idk", "i don't know", "i do not know", "unknown", "not mentioned", ""})
 NOT_IN_SOURCE = frozenset({"not in source", "not in the source", "idk", ""})
+
+NO_JUDGE = (
+    "no judge: alignment, coverage and the score need a judge (judge=None); "
+    "only the deterministic dimensions were computed"
+)
 
 
 @dataclass(frozen=True)
@@ -59,8 +86,28 @@ class ScoreOptions:
     retries: int = 2
     cache: bool | str | Path | CacheStore = field(default=True, compare=False)
     concurrency: int = 8
+    dimensions: tuple[str, ...] = DIMENSIONS
+    """Text-quality dimensions to compute (any of :data:`shared.dimensions.DIMENSIONS`); empty =
+    none. They are reported beside the score and never enter it."""
+    embedder: Any = field(default=None, compare=False)
+    """An object with ``embed(texts) -> vectors``; None = all-MiniLM-L6-v2, loaded once."""
+    spacy_model: str = DEFAULT_SPACY_MODEL
+    density_target: float = DEFAULT_TARGET
+    density_tolerance: float = DEFAULT_TOLERANCE
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "dimensions", normalise_dimensions(self.dimensions))
+        object.__setattr__(
+            self,
+            "_dimension_settings",
+            DimensionSettings(
+                dimensions=self.dimensions,
+                spacy_model=self.spacy_model,
+                embedder=self.embedder,
+                density_target=self.density_target,
+                density_tolerance=self.density_tolerance,
+            ),
+        )
         if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n < 1:
             raise ValueError(f"n must be a positive integer, got {self.n!r}")
         if not (isinstance(self.beta, int | float) and self.beta > 0):
@@ -69,6 +116,10 @@ class ScoreOptions:
             raise ValueError(f"combine must be 'fbeta' or 'min', got {self.combine!r}")
         if self.questions is not None:
             object.__setattr__(self, "questions", _normalise_questions(self.questions))
+
+    @property
+    def dimension_settings(self) -> DimensionSettings:
+        return self._dimension_settings  # type: ignore[attr-defined]
 
     @classmethod
     def from_kwargs(cls, options: dict[str, Any]) -> ScoreOptions:
@@ -140,12 +191,15 @@ _stacks: dict[tuple[int, int, str, int], CachedJudge] = {}
 _stacks_lock = threading.Lock()
 
 
-def prepare_judge(judge: Judge, options: ScoreOptions) -> CachedJudge:
+def prepare_judge(judge: Judge | None, options: ScoreOptions) -> CachedJudge | None:
     """The robust wrapper around ``judge``; the same one for every call with the same judge.
 
     Reusing it is what lets separate ``ascore_summary`` calls on one source share the question
     generation. A judge the user already wrapped with :func:`robust_judge` is used as is.
+    ``None`` (no judge: deterministic dimensions only) stays None.
     """
+    if judge is None:
+        return None
     if isinstance(judge, CachedJudge):
         return judge
     if not callable(getattr(judge, "generate", None)):
@@ -306,7 +360,7 @@ def signature(judge: object, options: ScoreOptions) -> str:
 
     With user questions, ``n`` reads ``user<count>:<hash>`` so two question sets never share one.
     """
-    model = getattr(judge, "model_id", type(judge).__name__)
+    model = "none" if judge is None else getattr(judge, "model_id", type(judge).__name__)
     if options.questions is None:
         n = str(options.n)
     else:
@@ -317,7 +371,8 @@ def signature(judge: object, options: ScoreOptions) -> str:
     beta = f"{options.beta:g}"
     return (
         f"judge:{model}|n:{n}|beta:{beta}|combine:{options.combine}"
-        f"|prompts:{p.prompts_hash()}|version:{__version__}"
+        f"|prompts:{p.prompts_hash()}{options.dimension_settings.signature_part()}"
+        f"|version:{__version__}"
     )
 
 
@@ -380,10 +435,84 @@ def unscored(error: str, sig: str, **evidence: Any) -> SummaryEvaluation:
     )
 
 
+class BatchAnalysis:
+    """The CPU side of a batch, started at once in worker threads: one ``nlp.pipe`` over every
+    summary, then one ``embed`` call over all their sentences. The style call of a summary waits
+    only for the spaCy part (it needs the sentences), the dimensions for both."""
+
+    def __init__(self, texts: Sequence[str], settings: DimensionSettings) -> None:
+        self._spacy = asyncio.ensure_future(asyncio.to_thread(analyse_spacy, texts, settings))
+        self._full = asyncio.ensure_future(self._embed(settings))
+
+    async def _embed(self, settings: DimensionSettings) -> list[SummaryAnalysis]:
+        return await asyncio.to_thread(add_embeddings, await self._spacy, settings)
+
+    async def text(self, index: int) -> TextAnalysis | None:
+        return (await self._spacy)[index]
+
+    async def analysis(self, index: int) -> SummaryAnalysis:
+        return (await self._full)[index]
+
+
+def _dimension_fields(evidence: DimensionEvidence) -> dict[str, Any]:
+    return {**evidence.scores(), "dimension_evidence": evidence}
+
+
+def _dimension_line(evidence: DimensionEvidence) -> str:
+    """One sentence on the dimensions for the reason (scores, or why a dimension has none)."""
+    parts = []
+    for name in DIMENSIONS:
+        item = getattr(evidence, name)
+        if item is None:
+            continue
+        if item.score is None:
+            parts.append(f"{name} none ({_clip(item.reason.removeprefix('not computed: '), 60)})")
+        else:
+            parts.append(f"{name} {item.score:.2f}")
+    return f"Dimensions: {'; '.join(parts)}." if parts else ""
+
+
+async def _dimensions(
+    source: str,
+    summary: str,
+    judge: CachedJudge | None,
+    settings: DimensionSettings,
+    batch: BatchAnalysis,
+    index: int,
+) -> DimensionEvidence:
+    """The requested dimensions of one summary; never raises (failures become reasons).
+
+    A failed style call makes specificity and non-redundancy None with the judge's error; it does
+    not unscore the headline score, which does not depend on them.
+    """
+    try:
+        text = await batch.text(index)
+        sentences = text.sentences if text is not None and not text.error else ()
+        review: p.StyleReview | None = None
+        problem: str | None = "" if judge is None else None
+        if judge is not None and settings.needs_judge and sentences:
+            try:
+                review = await review_style(sentences, judge)
+            except Exception as exc:
+                problem = _failure_text(exc)
+        analysis = await batch.analysis(index)
+        return build_evidence(settings, source, summary, analysis, review, problem)
+    except Exception as exc:
+        return unavailable_evidence(
+            settings, source, f"analysis failed: {type(exc).__name__}: {exc}"
+        )
+
+
 async def _evaluate(
-    source: str, summary: str, judge: CachedJudge, options: ScoreOptions
+    source: str,
+    summary: str,
+    judge: CachedJudge | None,
+    options: ScoreOptions,
+    batch: BatchAnalysis | None = None,
+    index: int = 0,
 ) -> SummaryEvaluation:
     sig = signature(judge, options)
+    settings = options.dimension_settings
     if not summary:
         return SummaryEvaluation(
             score=0.0,
@@ -391,21 +520,37 @@ async def _evaluate(
             coverage=0.0,
             reason="Score 0.00: the summary is empty, so it covers nothing and claims nothing.",
             signature=sig,
+            **_dimension_fields(unavailable_evidence(settings, source)),
         )
+    if batch is None:
+        batch, index = BatchAnalysis([summary], settings), 0
+    dimensions_side = _dimensions(source, summary, judge, settings, batch, index)
+    if judge is None:
+        dims = await dimensions_side
+        result = unscored(NO_JUDGE, sig, **_dimension_fields(dims))
+        line = _dimension_line(dims)
+        return result.model_copy(update={"reason": f"{result.reason} {line}".strip()})
 
     async def coverage_side() -> list[QuestionEvidence]:
         questions = await reference_questions(source, options, judge)
         return await answer_and_grade(summary, questions, judge)
 
     results = await asyncio.gather(
-        coverage_side(), check_claims(source, summary, judge), return_exceptions=True
+        coverage_side(),
+        check_claims(source, summary, judge),
+        dimensions_side,
+        return_exceptions=True,
     )
+    dims: DimensionEvidence = results.pop()  # type: ignore[assignment]  # never raises
+    if isinstance(dims, BaseException):
+        raise dims  # only cancellation gets here
+    extra = _dimension_fields(dims)
     failures = [r for r in results if isinstance(r, BaseException)]
     if failures:
         for f in failures:
             if not isinstance(f, Exception):
                 raise f  # cancellation, KeyboardInterrupt: not ours to swallow
-        return unscored("; ".join(_failure_text(f) for f in failures), sig)
+        return unscored("; ".join(_failure_text(f) for f in failures), sig, **extra)
     questions, claims = results  # type: ignore[misc]
     counted = [q for q in questions if q.counted]
     if not counted:
@@ -414,6 +559,7 @@ async def _evaluate(
             sig,
             questions=questions,
             claims=claims,
+            **extra,
         )
     coverage = weighted_coverage([q.importance for q in counted], [q.grade or 0 for q in counted])
     alignment = alignment_ratio(sum(c.verdict == "supported" for c in claims), len(claims))
@@ -422,10 +568,18 @@ async def _evaluate(
         score=score,
         alignment=alignment,
         coverage=coverage,
-        reason=compose_reason(score, alignment, coverage, claims, questions, options),
+        reason=" ".join(
+            part
+            for part in (
+                compose_reason(score, alignment, coverage, claims, questions, options),
+                _dimension_line(dims),
+            )
+            if part
+        ),
         questions=questions,
         claims=claims,
         signature=sig,
+        **extra,
     )
 
 
@@ -441,42 +595,60 @@ def _failure_text(exc: BaseException) -> str:
 
 
 async def ascore_summary(
-    source: str | Sequence[str], summary: str, *, judge: Judge, **options: Any
+    source: str | Sequence[str], summary: str, *, judge: Judge | None, **options: Any
 ) -> SummaryEvaluation:
     """Score one summary of ``source``.
 
-    Raises TypeError/ValueError for bad input (before any judge call); judge failures give an
-    unscored result (``score=None`` and ``error`` set), never an exception.
+    Raises TypeError/ValueError for bad input (before any judge call), and
+    :class:`~shared.dimensions.MissingSpacyModelError` when a dimension needs a spaCy pipeline
+    that is not installed; judge failures give an unscored result (``score=None`` and ``error``
+    set), never an exception. ``judge=None`` computes only the deterministic dimensions.
     """
     opts = ScoreOptions.from_kwargs(options)
     source_text = normalise_source(source)
     summary_text = check_summary(summary)
+    await asyncio.to_thread(opts.dimension_settings.check_available)
     return await _evaluate(source_text, summary_text, prepare_judge(judge, opts), opts)
 
 
 async def ascore_summaries(
-    pairs: Iterable[tuple[str | Sequence[str], str]], *, judge: Judge, **options: Any
+    pairs: Iterable[tuple[str | Sequence[str], str]], *, judge: Judge | None, **options: Any
 ) -> list[SummaryEvaluation]:
     """Score many (source, summary) pairs concurrently, in input order.
 
     A bad pair becomes an unscored result with its reason; it never sinks the batch. Bad options
-    still raise, since they would fail every row alike.
+    (and a missing spaCy pipeline) still raise, since they would fail every row alike. The
+    dimensions' CPU work is batched: one ``nlp.pipe`` over all summaries and one ``embed`` call
+    over all their sentences, in worker threads, while the judge calls proceed.
     """
     opts = ScoreOptions.from_kwargs(options)
+    await asyncio.to_thread(opts.dimension_settings.check_available)
     stack = prepare_judge(judge, opts)
     sig = signature(stack, opts)
 
-    async def one(pair: object) -> SummaryEvaluation:
+    checked: list[tuple[str, str] | str] = []
+    for pair in pairs:
         try:
             if not isinstance(pair, tuple | list) or len(pair) != 2:
                 raise TypeError("each item must be a (source, summary) pair")
-            source_text = normalise_source(pair[0])
-            summary_text = check_summary(pair[1])
+            checked.append((normalise_source(pair[0]), check_summary(pair[1])))
         except (TypeError, ValueError) as exc:
-            return unscored(f"bad input: {exc}", sig)
-        return await _evaluate(source_text, summary_text, stack, opts)
+            checked.append(f"bad input: {exc}")
+    texts = [item[1] for item in checked if isinstance(item, tuple) and item[1]]
+    batch = BatchAnalysis(texts, opts.dimension_settings) if texts else None
 
-    return list(await asyncio.gather(*(one(pair) for pair in pairs)))
+    async def one(item: tuple[str, str] | str, index: int) -> SummaryEvaluation:
+        if isinstance(item, str):
+            return unscored(item, sig)
+        return await _evaluate(item[0], item[1], stack, opts, batch, index)
+
+    jobs = []
+    index = 0
+    for item in checked:
+        jobs.append(one(item, index))
+        if isinstance(item, tuple) and item[1]:
+            index += 1
+    return list(await asyncio.gather(*jobs))
 
 
 def run_sync(make: Callable[[], Awaitable[R]]) -> R:
@@ -510,14 +682,14 @@ async def _as_coroutine(make: Callable[[], Awaitable[R]]) -> R:
 
 
 def score_summary(
-    source: str | Sequence[str], summary: str, *, judge: Judge, **options: Any
+    source: str | Sequence[str], summary: str, *, judge: Judge | None, **options: Any
 ) -> SummaryEvaluation:
     """Sync wrapper of :func:`ascore_summary` (works with or without a running event loop)."""
     return run_sync(lambda: ascore_summary(source, summary, judge=judge, **options))
 
 
 def score_summaries(
-    pairs: Iterable[tuple[str | Sequence[str], str]], *, judge: Judge, **options: Any
+    pairs: Iterable[tuple[str | Sequence[str], str]], *, judge: Judge | None, **options: Any
 ) -> list[SummaryEvaluation]:
     """Sync wrapper of :func:`ascore_summaries`."""
     pairs = list(pairs)

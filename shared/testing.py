@@ -240,6 +240,40 @@ def _grade_answers(prompt: str) -> dict:
     return {"grades": grades}
 
 
+_VAGUE_OPENERS = re.compile(
+    r"^(the|this) (article|author|text|story|piece|report|writer|passage)\b"
+    r"|\b(discuss(es|ed)?|describes?|talks about|is about|touches on|covers)\b",
+    re.IGNORECASE,
+)
+
+
+def _review_style(prompt: str) -> dict:
+    """Vague = a sentence about the text rather than its content (the prompt's examples);
+    repeated = a later sentence sharing at least 60% of the shorter one's content words."""
+    numbered = p.read_numbered_block(prompt, "SENTENCES")
+    verdicts = []
+    for i, sentence in enumerate(numbered, start=1):
+        vague = bool(_VAGUE_OPENERS.search(sentence))
+        reason = "it says what the text is about instead of stating the facts" if vague else ""
+        verdicts.append({"index": i, "vague": vague, "reason": reason})
+    words = [set(content_words(sentence)) for sentence in numbered]
+    points = []
+    claimed: set[int] = set()
+    for i in range(len(numbered)):
+        if i in claimed or not words[i]:
+            continue
+        group = [
+            j
+            for j in range(i + 1, len(numbered))
+            if words[j] and len(words[i] & words[j]) >= 0.6 * min(len(words[i]), len(words[j]))
+        ]
+        if group:
+            claimed.update(group)
+            point = " ".join(sorted(words[i] & words[group[0]])[:6])
+            points.append({"point": point, "sentences": [i + 1] + [j + 1 for j in group]})
+    return {"sentences": verdicts, "repeated_points": points}
+
+
 _DEFAULTS: dict[str, Callable[[str], dict]] = {
     "GeneratedQuestions": _generate_questions,
     "ReferenceAnswers": _answer_user_questions,
@@ -247,6 +281,7 @@ _DEFAULTS: dict[str, Callable[[str], dict]] = {
     "ClaimVerdicts": _verify_claims,
     "SummaryAnswers": _answer_from_summary,
     "AnswerGrades": _grade_answers,
+    "StyleReview": _review_style,
 }
 
 

@@ -9,10 +9,12 @@ are imported lazily, on first use.
 from .compute import (
     DimensionSettings,
     SummaryAnalysis,
+    add_embeddings,
+    analyse_spacy,
     analyse_summaries,
     build_evidence,
-    empty_summary_evidence,
     normalise_dimensions,
+    unavailable_evidence,
 )
 from .density import DEFAULT_TARGET, DEFAULT_TOLERANCE, density_score
 from .embedding import DEFAULT_EMBEDDING_MODEL, Embedder, MiniLMEmbedder, default_embedder
@@ -52,11 +54,13 @@ __all__ = [
     "SentencePair",
     "SpecificityEvidence",
     "SummaryAnalysis",
+    "add_embeddings",
+    "analyse_spacy",
     "analyse_summaries",
     "build_evidence",
     "default_embedder",
     "density_score",
-    "empty_summary_evidence",
     "load_pipeline",
     "normalise_dimensions",
+    "unavailable_evidence",
 ]

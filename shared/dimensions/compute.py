@@ -30,7 +30,14 @@ from .evidence import (
     NonRedundancyEvidence,
     SpecificityEvidence,
 )
-from .nlp import DEFAULT_SPACY_MODEL, TextAnalysis, analyse_texts, load_pipeline, pipeline_id
+from .nlp import (
+    DEFAULT_SPACY_MODEL,
+    MissingSpacyModelError,
+    TextAnalysis,
+    analyse_texts,
+    load_pipeline,
+    pipeline_id,
+)
 from .redundancy import score_non_redundancy
 from .specificity import score_specificity
 
@@ -115,18 +122,40 @@ class SummaryAnalysis:
         return self.text.sentences if self.text is not None and not self.text.error else ()
 
 
-def analyse_summaries(texts: Sequence[str], settings: DimensionSettings) -> list[SummaryAnalysis]:
-    """spaCy over all texts in one ``nlp.pipe``, then all their sentences in one ``embed`` call.
+def analyse_spacy(texts: Sequence[str], settings: DimensionSettings) -> list[TextAnalysis | None]:
+    """spaCy + NLTK over all texts in one ``nlp.pipe`` (None each when no dimension needs it).
 
-    An embedder failure becomes ``embed_error`` on every analysis (the dimensions that need
-    embeddings are then None with that reason); it is never raised.
+    Should the batch fail as a whole, each text is retried alone, so one pathological text gets
+    its own ``error`` instead of taking the batch's dimensions with it.
     """
     if not settings.needs_spacy:
-        return [SummaryAnalysis() for _ in texts]
-    analyses = analyse_texts(texts, settings.spacy_model)
+        return [None] * len(texts)
+    try:
+        return list(analyse_texts(texts, settings.spacy_model))
+    except MissingSpacyModelError:
+        raise
+    except Exception:
+        out: list[TextAnalysis | None] = []
+        for text in texts:
+            try:
+                out.extend(analyse_texts([text], settings.spacy_model))
+            except Exception as exc:
+                out.append(TextAnalysis(error=f"spaCy failed: {type(exc).__name__}: {exc}"))
+        return out
+
+
+def add_embeddings(
+    analyses: Sequence[TextAnalysis | None], settings: DimensionSettings
+) -> list[SummaryAnalysis]:
+    """Embed every sentence of every analysed text in one ``embed`` call.
+
+    An embedder failure becomes ``embed_error`` on every analysis with sentences (the dimensions
+    that need embeddings are then None with that reason); it is never raised.
+    """
     if not settings.needs_embeddings:
         return [SummaryAnalysis(text=a) for a in analyses]
-    sentences = [s for a in analyses if not a.error for s in a.sentences]
+    counts = [0 if a is None or a.error else len(a.sentences) for a in analyses]
+    sentences = [s for a, c in zip(analyses, counts, strict=True) if c for s in a.sentences]
     unit: np.ndarray | None = None
     error: str | None = None
     if sentences:
@@ -136,20 +165,28 @@ def analyse_summaries(texts: Sequence[str], settings: DimensionSettings) -> list
             error = f"embedder failed: {type(exc).__name__}: {exc}"
     out: list[SummaryAnalysis] = []
     offset = 0
-    for a in analyses:
-        count = 0 if a.error else len(a.sentences)
+    for a, count in zip(analyses, counts, strict=True):
         if count == 0:
-            rows: np.ndarray | None = np.zeros((0, 1))
+            out.append(SummaryAnalysis(text=a, unit=np.zeros((0, 1))))
+        elif unit is None:
+            out.append(SummaryAnalysis(text=a, embed_error=error))
         else:
-            rows = None if unit is None else unit[offset : offset + count]
-        out.append(SummaryAnalysis(text=a, unit=rows, embed_error=error if count else None))
+            out.append(SummaryAnalysis(text=a, unit=unit[offset : offset + count]))
         offset += count
     return out
 
 
-def empty_summary_evidence(settings: DimensionSettings, source: str) -> DimensionEvidence:
-    """Every requested dimension None: an empty summary has no text quality to measure."""
-    reason = "not computed: the summary is empty"
+def analyse_summaries(texts: Sequence[str], settings: DimensionSettings) -> list[SummaryAnalysis]:
+    """The whole batch analysis in one go: one ``nlp.pipe``, then one ``embed`` call."""
+    return add_embeddings(analyse_spacy(texts, settings), settings)
+
+
+def unavailable_evidence(
+    settings: DimensionSettings, source: str, reason: str = "the summary is empty"
+) -> DimensionEvidence:
+    """Every requested dimension None with ``reason`` (an empty summary has no text quality to
+    measure; an unexpected analysis failure is reported the same way)."""
+    reason = f"not computed: {reason}"
     return _only(
         settings,
         density=DensityEvidence(
@@ -184,7 +221,7 @@ def build_evidence(
     text = analysis.text
     problem = None
     if text is None:
-        problem = "not analysed"
+        problem = "the summary was not analysed"
     elif text.error:
         problem = text.error
     if "density" in wanted:
