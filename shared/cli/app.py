@@ -1,0 +1,388 @@
+"""The ``summary-eval`` command line (typer): ``score`` a file of summaries, rebuild a ``report``.
+
+Exit status of ``score``: 0 every row scored, 1 some rows failed (bad input or unscored; the
+summary line says how many), 2 usage error (bad option, unreadable input, judge misconfigured),
+130 interrupted (finished rows are kept; rerun the same command to resume).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from .inputs import Columns, InputError, detect_format, read_rows
+from .report import ReportInfo, write_report
+from .results import (
+    STATUS_BAD_INPUT,
+    STATUS_OK,
+    STATUS_UNSCORED,
+    ResultsWriter,
+    Row,
+    detect_result_format,
+    read_results,
+    score_keys,
+)
+from .runner import plan_run, score_rows
+
+EXIT_OK = 0
+EXIT_ROWS_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+ENABLE_HINT = (
+    "To score them, configure an OpenAI-compatible judge: --base-url URL --model NAME "
+    "(vLLM, Ollama, llama.cpp, LM Studio…), or set OPENAI_API_KEY (and optionally "
+    "OPENAI_MODEL / OPENAI_BASE_URL)."
+)
+
+app = typer.Typer(
+    name="summary-eval",
+    help="Score LLM-written summaries against their sources; write results and an HTML report.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+err = Console(stderr=True, highlight=False)
+
+
+class RateColumn(ProgressColumn):
+    """Rows per second (rich's own columns show bytes or nothing)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(
+            "–– rows/s" if not speed else f"{speed:.2f} rows/s", style="progress.data.speed"
+        )
+
+
+def default_cache_path() -> Path:
+    """The persistent judge cache under the user's cache directory (platformdirs)."""
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("summary-eval")) / "judge-cache.sqlite3"
+
+
+def default_output(input_path: Path) -> Path:
+    return Path.cwd() / f"{input_path.stem}.results.jsonl"
+
+
+def default_report(output: Path) -> Path:
+    stem = output.name
+    for suffix in (".jsonl", ".ndjson", ".csv"):
+        stem = stem.removesuffix(suffix)
+    return output.with_name(f"{stem.removesuffix('.results')}.report.html")
+
+
+def _usage_error(message: str) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(EXIT_USAGE)
+
+
+def build_judge(
+    *,
+    model: str | None,
+    base_url: str | None,
+    no_judge: bool,
+    retries: int,
+    concurrency: int,
+    cache: Path | None,
+) -> tuple[Any, str]:
+    """The wrapped OpenAI-compatible judge and its description, or (None, why there is none)."""
+    env_configured = bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
+    if no_judge:
+        return None, "none (--no-judge)"
+    if not (model or base_url or env_configured):
+        return None, "none configured"
+    from ..judge import robust_judge
+    from ..openai_judge import OpenAIJudge
+
+    try:
+        inner = OpenAIJudge(model, base_url=base_url)
+    except ValueError as exc:
+        raise _usage_error(f"cannot configure the judge: {exc}") from None
+    where = str(inner.client.base_url).rstrip("/")
+    judge = robust_judge(
+        inner, retries=retries, cache=cache if cache is not None else False, concurrency=concurrency
+    )
+    cache_text = f"cache {cache}" if cache is not None else "no cache"
+    return judge, f"{inner.model_id} at {where} ({cache_text})"
+
+
+def _check_no_judge_support(options: dict[str, Any]) -> None:
+    """Fail early and clearly if this core cannot score without a judge."""
+    from ..pipeline import ascore_summary
+
+    try:
+        asyncio.run(ascore_summary("A probe sentence.", "A probe.", judge=None, **options))
+    except TypeError as exc:
+        raise _usage_error(
+            f"this version of the scoring core cannot score without a judge ({exc}). " + ENABLE_HINT
+        ) from None
+
+
+@app.command()
+def score(
+    input_path: Annotated[
+        Path, typer.Argument(metavar="INPUT", help="JSONL or CSV with source and summary columns.")
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Results file, .jsonl or .csv (default: ./<INPUT stem>.results.jsonl).",
+        ),
+    ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(help="HTML report (default: beside the results, <stem>.report.html)."),
+    ] = None,
+    no_report: Annotated[bool, typer.Option("--no-report", help="Write no report.")] = False,
+    input_format: Annotated[
+        str | None, typer.Option(help="jsonl or csv (default: from the extension).")
+    ] = None,
+    source_column: Annotated[str, typer.Option(help="Column holding the source.")] = "source",
+    summary_column: Annotated[str, typer.Option(help="Column holding the summary.")] = "summary",
+    id_column: Annotated[
+        str, typer.Option(help="Column holding the row id (default: row number).")
+    ] = "id",
+    questions_column: Annotated[
+        str,
+        typer.Option(help="Column with the row's own questions (JSON list, or one per line)."),
+    ] = "questions",
+    model: Annotated[
+        str | None, typer.Option(help="Judge model (env OPENAI_MODEL, else gpt-4o-mini).")
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="OpenAI-compatible server, e.g. http://localhost:11434/v1 (env OPENAI_BASE_URL)."
+        ),
+    ] = None,
+    no_judge: Annotated[
+        bool, typer.Option("--no-judge", help="Score only what needs no judge, even if one is set.")
+    ] = False,
+    n: Annotated[int, typer.Option("--n", help="Questions generated per source.")] = 10,
+    beta: Annotated[float, typer.Option(help="F-beta weight of coverage over alignment.")] = 1.0,
+    combine: Annotated[str, typer.Option(help="fbeta or min (DeepEval's rule).")] = "fbeta",
+    dimensions: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated text dimensions to compute (default: all)."),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option(min=1, help="Rows scored at once, and judge calls in flight at most.")
+    ] = 8,
+    retries: Annotated[int, typer.Option(min=0, help="Retries of an invalid judge reply.")] = 2,
+    cache: Annotated[
+        Path | None,
+        typer.Option(help="SQLite judge cache (default: the user's cache directory)."),
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Keep no judge cache.")] = False,
+    retry_unscored: Annotated[
+        bool,
+        typer.Option("--retry-unscored", help="Score again rows an earlier run left unscored."),
+    ] = False,
+    worst: Annotated[int, typer.Option(min=0, help="Worst summaries shown in the report.")] = 10,
+) -> None:
+    """Score every summary of INPUT; write the results file and the HTML report.
+
+    Rerunning the same command resumes: finished rows are kept, and judge answers already paid
+    for come from the cache.
+    """
+    columns = Columns(source_column, summary_column, id_column, questions_column)
+    try:
+        fmt = detect_format(input_path, input_format)
+        rows = read_rows(input_path, columns, fmt)
+    except InputError as exc:
+        raise _usage_error(str(exc)) from None
+    output = output or default_output(input_path)
+    try:
+        detect_result_format(output)
+    except ValueError as exc:
+        raise _usage_error(str(exc)) from None
+    report_path = None if no_report else (report or default_report(output))
+
+    options: dict[str, Any] = {"n": n, "beta": beta, "combine": combine}
+    if dimensions is not None:
+        options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
+    from ..pipeline import ScoreOptions
+
+    try:
+        ScoreOptions.from_kwargs(dict(options))
+    except (TypeError, ValueError) as exc:
+        raise _usage_error(f"bad option: {exc}") from None
+
+    cache_path = None if no_cache else (cache or default_cache_path())
+    judge, judge_text = build_judge(
+        model=model,
+        base_url=base_url,
+        no_judge=no_judge,
+        retries=retries,
+        concurrency=concurrency,
+        cache=cache_path,
+    )
+    if judge is None:
+        err.print(
+            f"[bold yellow]No judge[/] ({judge_text}): scoring only the dimensions that need no "
+            "LLM; the judged ones (score, alignment, coverage and the judged text dimensions) "
+            f"are skipped. {ENABLE_HINT}"
+        )
+        _check_no_judge_support(options)
+    else:
+        err.print(f"Judge: {judge_text}")
+
+    keys = score_keys()
+    previous = read_results(output)
+    try:
+        plan = plan_run(rows, previous, judge=judge, options=options, retry_unscored=retry_unscored)
+    except (TypeError, ValueError) as exc:
+        raise _usage_error(f"bad option: {exc}") from None
+    if plan.kept:
+        err.print(
+            f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {output}; "
+            f"scoring {len(plan.todo)}."
+        )
+    writer = ResultsWriter(output, keys)
+    writer.rewrite(plan.kept[row.id] for row in rows if row.id in plan.kept)
+    writer.open_for_append()
+
+    failed = {"n": 0}
+    progress = Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        RateColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[failed]} failed"),
+        console=err,
+    )
+    try:
+        with progress:
+            task = progress.add_task("scoring", total=len(plan.todo), failed=0)
+
+            def on_row(row: Row) -> None:
+                if row.get("status") != STATUS_OK:
+                    failed["n"] += 1
+                progress.update(task, advance=1, failed=failed["n"])
+
+            all_rows = asyncio.run(
+                score_rows(
+                    plan,
+                    writer,
+                    judge=judge,
+                    options=options,
+                    keys=keys,
+                    concurrency=concurrency,
+                    on_row=on_row,
+                )
+            )
+    except KeyboardInterrupt:
+        writer.close()
+        done = len(read_results(output))
+        err.print(
+            f"\n[bold yellow]Interrupted.[/] {done} finished rows are saved in {output}; "
+            "run the same command again to resume (answers already paid for are cached)."
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    writer.rewrite(all_rows)
+
+    skipped = _skipped(all_rows, keys) if judge is None else []
+    if report_path is not None:
+        info = ReportInfo(
+            input_path=str(input_path),
+            results_path=str(output),
+            judge=judge_text,
+            skipped=skipped,
+            enable_hint=ENABLE_HINT if skipped else "",
+            command=shlex.join(["summary-eval", *sys.argv[1:]]),
+        )
+        write_report(report_path, all_rows, keys, info, worst=worst)
+
+    raise typer.Exit(_finish(all_rows, output, report_path, skipped))
+
+
+def _skipped(rows: list[Row], keys: list[str]) -> list[str]:
+    """Dimensions no scored row has a value for (without a judge: the judged ones)."""
+    ok = [r for r in rows if r.get("status") == STATUS_OK]
+    if not ok:
+        return []
+    return [k for k in keys if all(r.get(k) is None for r in ok)]
+
+
+def _finish(rows: list[Row], output: Path, report_path: Path | None, skipped: list[str]) -> int:
+    ok = sum(r.get("status") == STATUS_OK for r in rows)
+    unscored = sum(r.get("status") == STATUS_UNSCORED for r in rows)
+    bad = sum(r.get("status") == STATUS_BAD_INPUT for r in rows)
+    if skipped:
+        err.print(f"[yellow]Skipped (no judge):[/] {', '.join(skipped)}. {ENABLE_HINT}")
+    err.print(f"Results: {output}")
+    if report_path is not None:
+        err.print(f"Report:  {report_path}")
+    line = f"{ok} of {len(rows)} rows scored, {unscored} unscored, {bad} bad input."
+    if unscored or bad:
+        err.print(f"[bold red]{line}[/] The error column of the results says why.")
+        if unscored:
+            err.print("Rerun with --retry-unscored to try the unscored rows again.")
+        return EXIT_ROWS_FAILED
+    err.print(f"[bold green]{line}[/]")
+    return EXIT_OK
+
+
+@app.command("report")
+def report_command(
+    results: Annotated[Path, typer.Argument(help="A results file written by `score`.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="HTML file (default: beside RESULTS).")
+    ] = None,
+    worst: Annotated[int, typer.Option(min=0, help="Worst summaries shown.")] = 10,
+) -> None:
+    """Rebuild the HTML report from a results file (no scoring, no judge)."""
+    try:
+        detect_result_format(results)
+    except ValueError as exc:
+        raise _usage_error(str(exc)) from None
+    rows = read_results(results)
+    if not rows:
+        raise _usage_error(f"no result rows in {results}")
+    keys = score_keys()
+    keys += [k for k in _numeric_columns(rows) if k not in keys]
+    judges = sorted(
+        {s.split("|", 1)[0].removeprefix("judge:") for r in rows if (s := r.get("signature"))}
+    )
+    path = output or default_report(results)
+    info = ReportInfo(results_path=str(results), judge=", ".join(judges) or "unknown")
+    write_report(path, rows, keys, info, worst=worst)
+    err.print(f"Report: {path}")
+
+
+def _numeric_columns(rows: list[Row]) -> list[str]:
+    skip = {"position"}
+    seen: dict[str, None] = {}
+    for row in rows:
+        for key, value in row.items():
+            if key not in skip and isinstance(value, float):
+                seen.setdefault(key)
+    return list(seen)

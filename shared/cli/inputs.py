@@ -1,0 +1,197 @@
+"""Reading the CLI's input file (JSONL or CSV) into rows, each either scoreable or a bad row.
+
+A bad row (malformed line, missing field, empty or non-string value, duplicate id) keeps its id
+and the reason, so it becomes an error row in the results instead of stopping the run.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+InputFormat = Literal["jsonl", "csv"]
+
+_SUFFIXES: dict[str, InputFormat] = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+
+
+class InputError(Exception):
+    """The input as a whole cannot be read (missing file, unknown format, no such column)."""
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which input column holds what (``--source-column`` and friends)."""
+
+    source: str = "source"
+    summary: str = "summary"
+    id: str = "id"
+    questions: str = "questions"
+
+
+@dataclass
+class InputRow:
+    """One input row. ``error`` says why it cannot be scored; then the texts may be missing."""
+
+    position: int
+    """1-based: the line number in a JSONL file, the data-row number in a CSV file."""
+    id: str
+    source: str | list[str] | None = None
+    summary: str | None = None
+    questions: list[Any] | None = None
+    error: str | None = None
+
+    @property
+    def input_hash(self) -> str:
+        """What the row's result depends on; a rerun redoes a row whose texts changed."""
+        payload = json.dumps(
+            [self.source, self.summary, self.questions], sort_keys=True, default=str
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def detect_format(path: Path, given: str | None = None) -> InputFormat:
+    if given:
+        if given not in ("jsonl", "csv"):
+            raise InputError(f"unknown input format {given!r}: use jsonl or csv")
+        return given  # type: ignore[return-value]
+    fmt = _SUFFIXES.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(
+            f"cannot tell the format of {path.name!r} from its extension; "
+            "use a .jsonl or .csv file, or pass --input-format jsonl|csv"
+        )
+    return fmt
+
+
+def read_rows(path: Path, columns: Columns, fmt: InputFormat) -> list[InputRow]:
+    """All rows of the file, in order, with duplicate ids turned into bad rows."""
+    if not path.is_file():
+        raise InputError(f"input file not found: {path}")
+    records = _jsonl_records(path) if fmt == "jsonl" else _csv_records(path, columns)
+    rows = [_make_row(position, record, columns, fmt) for position, record in records]
+    if not rows:
+        raise InputError(f"{path} has no rows to score")
+    first_seen: dict[str, int] = {}
+    for row in rows:
+        if row.id in first_seen:
+            row.error = f"duplicate id {row.id!r} (first used by row {first_seen[row.id]})"
+            row.id = f"{row.id}#row{row.position}"
+        first_seen.setdefault(row.id, row.position)
+    return rows
+
+
+def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """(line number, object) per non-blank line; a line that is not a JSON object yields a
+    string saying why."""
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield number, f"line {number} is not valid JSON: {exc.msg} (column {exc.colno})"
+                continue
+            if not isinstance(record, dict):
+                yield number, f"line {number} is a JSON {type(record).__name__}, not an object"
+                continue
+            yield number, record
+
+
+def _csv_records(path: Path, columns: Columns) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
+        reader = csv.DictReader(handle)
+        header = reader.fieldnames or []
+        for needed, option in ((columns.source, "source"), (columns.summary, "summary")):
+            if needed not in header:
+                raise InputError(
+                    f"{path.name} has no {needed!r} column (columns: {', '.join(header) or 'none'})"
+                    f"; map yours with --{option}-column NAME"
+                )
+        for number, record in enumerate(reader, start=1):
+            if None in record:  # more cells than header fields
+                cells = len(header) + len(record[None])
+                yield number, f"row {number} has {cells} cells, the header has {len(header)}"
+                continue
+            yield number, record
+
+
+def _make_row(
+    position: int, record: dict[str, Any] | str, columns: Columns, fmt: InputFormat
+) -> InputRow:
+    if isinstance(record, str):
+        return InputRow(position=position, id=str(position), error=record)
+    row_id, id_error = _read_id(record.get(columns.id), position)
+    row = InputRow(
+        position=position,
+        id=row_id,
+        source=record.get(columns.source),
+        summary=record.get(columns.summary),
+        questions=None,
+    )
+    problems = [id_error] if id_error else []
+    problems += _check_text(record, columns.source, "source", allow_list=True)
+    problems += _check_text(record, columns.summary, "summary", allow_list=False)
+    raw_questions = record.get(columns.questions)
+    if raw_questions not in (None, ""):
+        try:
+            row.questions = _parse_questions(raw_questions)
+        except ValueError as exc:
+            problems.append(f"{columns.questions!r}: {exc}")
+    if problems:
+        row.error = "; ".join(problems)
+    return row
+
+
+def _read_id(value: Any, position: int) -> tuple[str, str | None]:
+    if value is None or value == "":
+        return str(position), None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return str(position), f"id must be a string or an integer, got {type(value).__name__}"
+    return str(value).strip() or str(position), None
+
+
+def _check_text(record: dict[str, Any], column: str, what: str, *, allow_list: bool) -> list[str]:
+    if column not in record:
+        hint = f" (map another column with --{what}-column)" if column == what else ""
+        return [f"missing field {column!r}{hint}"]
+    value = record[column]
+    if allow_list and isinstance(value, list):
+        if not value or not all(isinstance(part, str) for part in value):
+            return [f"{what} must be a string or a non-empty list of strings"]
+        if not any(part.strip() for part in value):
+            return [f"{what} is empty"]
+        return []
+    if not isinstance(value, str):
+        kind = "null" if value is None else type(value).__name__
+        return [f"{what} must be a string, got {kind}"]
+    if not value.strip():
+        return [f"{what} is empty or whitespace only"]
+    return []
+
+
+def _parse_questions(value: Any) -> list[Any]:
+    """A list (JSONL), or a string holding a JSON list or one question per line (CSV)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not a valid JSON list: {exc.msg}") from None
+        else:
+            value = [line.strip() for line in text.splitlines() if line.strip()]
+    if not isinstance(value, list) or not value:
+        raise ValueError("questions must be a non-empty list of questions")
+    for i, item in enumerate(value):
+        ok = (isinstance(item, str) and item.strip()) or (
+            isinstance(item, dict) and isinstance(item.get("question"), str)
+        )
+        if not ok:
+            raise ValueError(f"item {i} must be a question string or {{'question', 'importance'}}")
+    return value

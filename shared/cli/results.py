@@ -1,0 +1,250 @@
+"""The results file: one flat row per input row, written as soon as the row finishes.
+
+Rows are appended and flushed one by one, so a run that is interrupted (Ctrl-C, or the process
+killed) keeps every finished row; a rerun reads them back and skips them. When a run ends the
+file is rewritten once, in input order, with one row per id.
+
+Columns (JSONL keys, CSV header): ``id``, ``position``, ``status``, every sub-score of
+:meth:`SummaryEvaluation.sub_scores` (whatever dimensions the core reports), ``reason``,
+``error``, ``signature``, ``input_hash``, ``summary``, ``evidence`` (the evaluation's evidence
+fields; a JSON string in CSV).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from ..result import SummaryEvaluation
+
+ResultFormat = Literal["jsonl", "csv"]
+Row = dict[str, Any]
+
+STATUS_OK = "ok"
+"""Scored: ``error`` is empty (dimensions skipped for lack of a judge are empty, not errors)."""
+STATUS_UNSCORED = "unscored"
+"""The core could not score it (the judge failed or gave unusable answers); ``error`` says why."""
+STATUS_BAD_INPUT = "bad_input"
+"""Rejected before scoring (malformed line, missing or empty field, duplicate id)."""
+STATUSES = (STATUS_OK, STATUS_UNSCORED, STATUS_BAD_INPUT)
+
+_PROVENANCE = ("reason", "error", "signature")
+
+
+def score_keys() -> list[str]:
+    """The names :meth:`SummaryEvaluation.sub_scores` reports, read from the core itself so a new
+    dimension becomes a column without any change here."""
+    required = {
+        name: None for name, info in SummaryEvaluation.model_fields.items() if info.is_required()
+    }
+    return list(SummaryEvaluation.model_construct(**required).sub_scores())
+
+
+def columns(keys: Iterable[str]) -> list[str]:
+    return [
+        "id",
+        "position",
+        "status",
+        *keys,
+        *_PROVENANCE,
+        "input_hash",
+        "summary",
+        "evidence",
+    ]
+
+
+def evaluation_row(
+    *, row_id: str, position: int, input_hash: str, summary: str, ev: SummaryEvaluation
+) -> Row:
+    """The flat row for one evaluation: sub-scores, provenance and every evidence field."""
+    subs = ev.sub_scores()
+    evidence = ev.model_dump(mode="json", exclude=set(subs) | set(_PROVENANCE))
+    return {
+        "id": row_id,
+        "position": position,
+        "status": STATUS_OK if ev.error is None else STATUS_UNSCORED,
+        **{k: _number(v) for k, v in subs.items()},
+        "reason": ev.reason,
+        "error": ev.error,
+        "signature": ev.signature,
+        "input_hash": input_hash,
+        "summary": summary,
+        "evidence": evidence,
+    }
+
+
+def error_row(
+    *,
+    row_id: str,
+    position: int,
+    input_hash: str,
+    summary: Any,
+    error: str,
+    signature: str,
+    keys: Iterable[str],
+    status: str = STATUS_BAD_INPUT,
+) -> Row:
+    """A row that was not scored, with every score empty and the reason in ``error``."""
+    return {
+        "id": row_id,
+        "position": position,
+        "status": status,
+        **dict.fromkeys(keys),
+        "reason": f"Unscored: {error}",
+        "error": error,
+        "signature": signature,
+        "input_hash": input_hash,
+        "summary": summary if isinstance(summary, str) else None,
+        "evidence": {},
+    }
+
+
+def _number(value: Any) -> float | None:
+    if value is None:
+        return None
+    number = float(value)
+    return None if math.isnan(number) else number
+
+
+def detect_result_format(path: Path) -> ResultFormat:
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if suffix == ".csv":
+        return "csv"
+    raise ValueError(f"results file must end in .jsonl or .csv, got {path.name!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading back (resume, report)
+# ---------------------------------------------------------------------------------------------
+
+
+def read_results(path: Path) -> list[Row]:
+    """Every complete row of an earlier (maybe interrupted) run; a torn last line is dropped."""
+    if not path.is_file():
+        return []
+    fmt = detect_result_format(path)
+    rows: list[Row] = []
+    if fmt == "jsonl":
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut short by a kill
+                if isinstance(row, dict) and row.get("status") in STATUSES and "id" in row:
+                    rows.append(row)
+        return rows
+    with path.open(encoding="utf-8", newline="") as handle:
+        for record in csv.DictReader(handle):
+            torn = None in record or any(value is None for value in record.values())
+            if torn or record.get("status") not in STATUSES:
+                continue  # a row cut short by a kill, or not one of ours
+            rows.append(_from_csv(record))
+    return rows
+
+
+def _from_csv(record: dict[str, Any]) -> Row:
+    row: Row = {}
+    fixed = {"id", "status", "reason", "error", "signature", "input_hash", "summary"}
+    for key, value in record.items():
+        if key in fixed:
+            row[key] = value if value != "" or key in ("id", "reason") else None
+        elif key == "position":
+            row[key] = int(value) if value else 0
+        elif key == "evidence":
+            try:
+                row[key] = json.loads(value) if value else {}
+            except json.JSONDecodeError:
+                row[key] = {}
+        else:
+            row[key] = _csv_number(value)
+    return row
+
+
+def _csv_number(value: str | None) -> float | str | None:
+    if value is None or value == "":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------
+
+
+class ResultsWriter:
+    """Append-and-flush writer; :meth:`rewrite` replaces the whole file atomically."""
+
+    def __init__(self, path: Path, keys: list[str]) -> None:
+        self.path = path
+        self.format = detect_result_format(path)
+        self.columns = columns(keys)
+        self._handle: IO[str] | None = None
+        self._csv: Any = None
+
+    def rewrite(self, rows: Iterable[Row]) -> None:
+        """Write ``rows`` to a temporary file and move it over the results file."""
+        self.close()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+                writer = self._csv_writer(handle) if self.format == "csv" else None
+                if writer is not None:
+                    writer.writeheader()
+                for row in rows:
+                    self._write_one(handle, writer, row)
+            os.chmod(tmp, 0o644)  # mkstemp makes it private; a results file is not
+            os.replace(tmp, self.path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def open_for_append(self) -> None:
+        if not self.path.exists():
+            self.rewrite([])
+        self._handle = self.path.open("a", encoding="utf-8", newline="")
+        self._csv = self._csv_writer(self._handle) if self.format == "csv" else None
+
+    def append(self, row: Row) -> None:
+        """Write one row and flush it to the OS, so a killed process still leaves it behind."""
+        if self._handle is None:
+            self.open_for_append()
+        assert self._handle is not None
+        self._write_one(self._handle, self._csv, row)
+        self._handle.flush()
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+            self._csv = None
+
+    def _csv_writer(self, handle: IO[str]) -> csv.DictWriter:
+        return csv.DictWriter(handle, fieldnames=self.columns, extrasaction="ignore")
+
+    def _write_one(self, handle: IO[str], writer: csv.DictWriter | None, row: Row) -> None:
+        if writer is None:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            return
+        flat = {
+            key: (
+                json.dumps(value, ensure_ascii=False)
+                if isinstance(value, dict | list)
+                else ("" if value is None else value)
+            )
+            for key, value in row.items()
+        }
+        writer.writerow(flat)

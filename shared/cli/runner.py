@@ -1,0 +1,161 @@
+"""The batch runner: score input rows with bounded concurrency, writing each as it finishes.
+
+Resuming is by row: a row whose id, input texts and signature match a finished row of the
+results file is not scored again. Judge calls answered before an interruption are in the
+persistent judge cache, so even a row that was half done pays only for the calls it had not got.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..pipeline import ScoreOptions, ascore_summary, signature
+from .inputs import InputRow
+from .results import (
+    STATUS_BAD_INPUT,
+    STATUS_OK,
+    STATUS_UNSCORED,
+    ResultsWriter,
+    Row,
+    error_row,
+    evaluation_row,
+)
+
+
+@dataclass
+class Plan:
+    """What a run will do: rows kept from an earlier run and rows still to score."""
+
+    rows: list[InputRow]
+    kept: dict[str, Row] = field(default_factory=dict)
+    todo: list[InputRow] = field(default_factory=list)
+    signatures: dict[str, str] = field(default_factory=dict)
+
+
+def row_options(options: Mapping[str, Any], row: InputRow) -> dict[str, Any]:
+    """The core options for one row: the run's options plus the row's own questions."""
+    return {**options, "questions": row.questions} if row.questions else dict(options)
+
+
+def expected_signature(judge: object, options: Mapping[str, Any]) -> str:
+    """The signature the core will give a result under ``options`` (what resume compares)."""
+    return signature(judge, ScoreOptions.from_kwargs(dict(options)))
+
+
+def plan_run(
+    rows: list[InputRow],
+    previous: list[Row],
+    *,
+    judge: object,
+    options: Mapping[str, Any],
+    retry_unscored: bool = False,
+) -> Plan:
+    """Split rows into those finished by an earlier run and those to score now.
+
+    A finished row is kept only if its input texts and signature are unchanged (same judge,
+    options, prompts and package version), so a changed setting never mixes old scores in.
+    Bad-input rows are always redone: they cost no judge call.
+    """
+    plan = Plan(rows=rows)
+    by_id = {str(row.get("id")): row for row in previous}
+    run_sig = expected_signature(judge, options)
+    for row in rows:
+        sig = run_sig
+        if row.error is None and row.questions:
+            try:
+                sig = expected_signature(judge, row_options(options, row))
+            except (TypeError, ValueError) as exc:
+                row.error = f"questions: {exc}"
+        plan.signatures[row.id] = sig
+        old = by_id.get(row.id)
+        finished = old is not None and (
+            old.get("status") == STATUS_OK
+            or (old.get("status") == STATUS_UNSCORED and not retry_unscored)
+        )
+        if (
+            finished
+            and row.error is None
+            and old is not None
+            and old.get("input_hash") == row.input_hash
+            and old.get("signature") == sig
+        ):
+            plan.kept[row.id] = old
+        else:
+            plan.todo.append(row)
+    return plan
+
+
+async def score_rows(
+    plan: Plan,
+    writer: ResultsWriter,
+    *,
+    judge: Any,
+    options: Mapping[str, Any],
+    keys: list[str],
+    concurrency: int,
+    on_row: Callable[[Row], None] = lambda row: None,
+) -> list[Row]:
+    """Score ``plan.todo``; append each row to ``writer`` the moment it is done.
+
+    Returns every row (kept and new) in input order. One failing row never stops the others.
+    """
+    limit = asyncio.Semaphore(concurrency)
+    done: dict[str, Row] = dict(plan.kept)
+
+    async def one(row: InputRow) -> None:
+        sig = plan.signatures.get(row.id, "")
+        if row.error is not None:
+            result = _bad(row, row.error, sig, keys)
+        else:
+            async with limit:
+                result = await _score_one(row, judge, options, sig, keys)
+        writer.append(result)
+        done[row.id] = result
+        on_row(result)
+
+    await asyncio.gather(*(one(row) for row in plan.todo))
+    return [done[row.id] for row in plan.rows]
+
+
+async def _score_one(
+    row: InputRow, judge: Any, options: Mapping[str, Any], sig: str, keys: list[str]
+) -> Row:
+    assert row.source is not None and isinstance(row.summary, str)
+    try:
+        ev = await ascore_summary(row.source, row.summary, judge=judge, **row_options(options, row))
+    except (TypeError, ValueError) as exc:  # the core rejected the input before any judge call
+        return _bad(row, str(exc), sig, keys)
+    except Exception as exc:  # a bug or an unexpected failure: this row only
+        return error_row(
+            row_id=row.id,
+            position=row.position,
+            input_hash=row.input_hash,
+            summary=row.summary,
+            error=f"internal error: {type(exc).__name__}: {exc}",
+            signature=sig,
+            keys=keys,
+            status=STATUS_UNSCORED,
+        )
+    return evaluation_row(
+        row_id=row.id,
+        position=row.position,
+        input_hash=row.input_hash,
+        summary=row.summary,
+        ev=ev,
+    )
+
+
+def _bad(row: InputRow, error: str, sig: str, keys: list[str]) -> Row:
+    return error_row(
+        row_id=row.id,
+        position=row.position,
+        input_hash=row.input_hash,
+        summary=row.summary,
+        error=error,
+        signature=sig,
+        keys=keys,
+        status=STATUS_BAD_INPUT,
+    )
