@@ -132,6 +132,7 @@ class _SummaryMetricBase(BaseMetric):
     ) -> float:
         """Score one test case; sets ``score``, ``reason``, ``success``, ``score_breakdown``,
         ``evaluation_cost``, ``verbose_logs`` and ``error``, and returns the score."""
+        self._clear_result()  # a previous case's fields must not survive a failure on this one
         prepare_measure(self, test_case)  # DeepEval's own errors for missing input/output
         with metric_progress_indicator(
             self, async_mode=True, _show_indicator=_show_indicator, _in_component=_in_component
@@ -157,6 +158,10 @@ class _SummaryMetricBase(BaseMetric):
             return float(self.score)  # type: ignore[arg-type]
 
     # -- result mapping ------------------------------------------------------------------------
+
+    def _clear_result(self) -> None:
+        self.score = self.score_breakdown = self.reason = self.success = None
+        self.error = self.evaluation_cost = self.verbose_logs = None
 
     def _record_failure(self, message: str, usage: CaseUsage) -> None:
         self.score = None
@@ -286,13 +291,10 @@ class SummarySubScoreMetric(_SummaryMetricBase):
 
     def _score_options(self) -> dict[str, Any]:
         options = super()._score_options()
-        # compute only the dimension this metric reports, where the core takes the option
-        if (
-            self.dimensions is None
-            and _supports_option("dimensions")
-            and self.sub_score not in _CORE_SCORES
-        ):
-            options["dimensions"] = (self.sub_score,)
+        # compute only what this metric reports (alignment and coverage need no dimension);
+        # the core rejects an unknown name here, at construction
+        if self.dimensions is None and _supports_option("dimensions"):
+            options["dimensions"] = () if self.sub_score in _CORE_SCORES else (self.sub_score,)
         return options
 
     def _reason(self, evaluation: SummaryEvaluation) -> str:

@@ -47,6 +47,12 @@ class FakeDeepEvalModel(DeepEvalBaseLLM):
         return self.name
 
     async def a_generate(self, prompt: str, schema: type[BaseModel] | None = None) -> Any:
+        return await self._reply(prompt, schema)
+
+    def generate(self, prompt: str, schema: type[BaseModel] | None = None) -> Any:
+        return run_sync(lambda: self._reply(prompt, schema))
+
+    async def _reply(self, prompt: str, schema: type[BaseModel] | None) -> Any:
         if schema is None:
             raise ValueError("FakeDeepEvalModel needs the schema to know which task is asked")
         if self.output == "json":
@@ -54,6 +60,3 @@ class FakeDeepEvalModel(DeepEvalBaseLLM):
             return self.judge.answer_text(prompt, schema)
         answer = await self.judge.generate(prompt, schema)
         return (answer, self.cost_per_call) if self.output == "tuple" else answer
-
-    def generate(self, prompt: str, schema: type[BaseModel] | None = None) -> Any:
-        return run_sync(lambda: self.a_generate(prompt, schema))
