@@ -16,8 +16,9 @@ PINNED_TASK_HASHES = {
     "verify_claims": "0bf9f1f2982b",
     "answer_from_summary": "e4b07c8d36e5",
     "grade_answers": "96c2f78928ba",
+    "review_style": "52a09d195455",
 }
-PINNED_PROMPTS_HASH = "4f83dc59"
+PINNED_PROMPTS_HASH = "a8ecd76e"  # was 4f83dc59 before review_style (dimensions) was added
 
 
 def test_prompt_hashes_are_pinned() -> None:
@@ -38,6 +39,7 @@ def test_every_prompt_names_its_task_and_is_routable() -> None:
         "verify_claims": p.verify_claims_prompt("S.", ["C."]),
         "answer_from_summary": p.answer_from_summary_prompt("X.", ["Q?"]),
         "grade_answers": p.grade_answers_prompt([("Q?", "R.", "C.")]),
+        "review_style": p.review_style_prompt(["X.", "Y."]),
     }
     for task, prompt in builders.items():
         assert p.task_of(prompt) == task
