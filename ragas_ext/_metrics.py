@@ -90,6 +90,9 @@ class SummarySettings:
     retries: int = 2
     cache: bool | str | Path = True
     concurrency: int = 8
+    spacy_model: str | None = None
+    density_target: float | None = None
+    density_tolerance: float | None = None
 
     def __post_init__(self) -> None:
         if self.sub_score not in SUB_SCORES:
@@ -126,6 +129,9 @@ class SummarySettings:
             kwargs["questions"] = self.questions
         if self.dimensions is not None:
             kwargs["dimensions"] = tuple(self.dimensions)
+        for name in ("spacy_model", "density_target", "density_tolerance"):
+            if getattr(self, name) is not None:  # None = the core's default
+                kwargs[name] = getattr(self, name)
         if self.embeddings is not None:
             if core_accepts("embedder"):
                 kwargs["embedder"] = embedder_for(self.embeddings)
@@ -147,11 +153,13 @@ class SummarySettings:
         kwargs = self.core_kwargs()
         options = ScoreOptions.from_kwargs(kwargs)
         source_key = tuple(source) if isinstance(source, list | tuple) else source
+        # ScoreOptions leaves the embedder out of its equality: key on its identity here
+        embedder = id(kwargs.get("embedder"))
         try:
-            key: Any = (source_key, summary, options)
+            key: Any = (source_key, summary, options, embedder)
             hash(key)
         except TypeError:  # an option value that cannot be hashed: compare by its text
-            key = (repr(source_key), repr(summary), repr(options))
+            key = (repr(source_key), repr(summary), repr(options), embedder)
         return await judge.rows.get(
             key,
             lambda: ascore_summary(source, summary, judge=judge, **kwargs),
@@ -165,17 +173,19 @@ class SummarySettings:
             return math.nan
         value = evaluation.sub_scores().get(self.sub_score)
         if value is None:
-            logger.warning(
-                "%s: sub-score %r was not computed for this row (this core reports %s)",
-                metric_name,
-                self.sub_score,
-                ", ".join(k for k, v in evaluation.sub_scores().items() if v is not None),
-            )
+            logger.warning("%s: %s", metric_name, self.missing_reason(evaluation))
             return math.nan
         return float(value)
 
-    def reason(self, evaluation: SummaryEvaluation) -> str:
-        return evaluation.reason
+    def missing_reason(self, evaluation: SummaryEvaluation) -> str:
+        """Why a scored evaluation has no value for this sub-score (the core's words if any)."""
+        evidence = getattr(getattr(evaluation, "dimension_evidence", None), self.sub_score, None)
+        why = getattr(evidence, "reason", "") or (
+            "not produced by this core (it reports "
+            + ", ".join(k for k, v in evaluation.sub_scores().items() if v is not None)
+            + ")"
+        )
+        return f"sub-score {self.sub_score!r} has no value for this row: {why}"
 
 
 def _required() -> dict[MetricType, set[str]]:
@@ -189,7 +199,9 @@ class SummaryQuality(MetricWithLLM, SingleTurnMetric):
 
     Options mirror :func:`shared.ascore_summary`: ``n`` questions, user ``questions`` (strings or
     ``{"question", "importance"}``), ``beta``, ``combine`` ("fbeta" or "min"), which
-    ``dimensions`` to compute, ``retries``, ``cache``, ``concurrency``. ``embeddings`` are Ragas
+    ``dimensions`` to compute (default: the core's, i.e. all; ``[]`` for none, which saves the
+    style call and the spaCy/embedding work), ``retries``, ``cache``, ``concurrency``,
+    ``spacy_model``, ``density_target``, ``density_tolerance``. ``embeddings`` are Ragas
     (or LangChain) embeddings for the embedding-based dimensions; the core's default embedder is
     used when they are None. ``evaluate(embeddings=...)`` does not reach this metric (Ragas hands
     embeddings only to its ``MetricWithEmbeddings``, and would build OpenAI embeddings for one
@@ -209,6 +221,9 @@ class SummaryQuality(MetricWithLLM, SingleTurnMetric):
     retries: int = 2
     cache: bool | str | Path = True
     concurrency: int = 8
+    spacy_model: str | None = None
+    density_target: float | None = None
+    density_tolerance: float | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -223,6 +238,9 @@ class SummaryQuality(MetricWithLLM, SingleTurnMetric):
             retries=self.retries,
             cache=self.cache,
             concurrency=self.concurrency,
+            spacy_model=self.spacy_model,
+            density_target=self.density_target,
+            density_tolerance=self.density_tolerance,
         )
 
     async def _single_turn_ascore(self, sample: SingleTurnSample, callbacks: Callbacks) -> float:

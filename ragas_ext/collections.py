@@ -51,6 +51,9 @@ class SummaryQuality(BaseMetric):
         retries: int = 2,
         cache: bool | str | Path = True,
         concurrency: int = 8,
+        spacy_model: str | None = None,
+        density_target: float | None = None,
+        density_tolerance: float | None = None,
     ) -> None:
         self.llm = llm  # set before super().__init__, which validates it
         self.settings = SummarySettings(
@@ -64,6 +67,9 @@ class SummaryQuality(BaseMetric):
             retries=retries,
             cache=cache,
             concurrency=concurrency,
+            spacy_model=spacy_model,
+            density_target=density_target,
+            density_tolerance=density_tolerance,
         )
         default_name = "summary_quality" if sub_score == "score" else f"summary_{sub_score}"
         super().__init__(name=name or default_name, allowed_values=(0.0, 1.0))
@@ -74,7 +80,7 @@ class SummaryQuality(BaseMetric):
         value = self.settings.value(evaluation, self.name)
         reason = evaluation.reason  # "Unscored: <why>" for an unscored row
         if evaluation.scored and math.isnan(value):
-            reason = f"Sub-score {self.settings.sub_score!r} was not computed. {evaluation.reason}"
+            reason = f"{self.settings.missing_reason(evaluation)}. {evaluation.reason}"
         return MetricResult(
             value=value,
             reason=reason,

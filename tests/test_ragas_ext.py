@@ -343,3 +343,43 @@ def test_direct_sample_scoring_matches_evaluate(stub: StubURL, seed: tuple[str, 
     assert score == pytest.approx(expected(source, summary).score)
     evaluation = asyncio.run(metric.evaluate_sample(sample))
     assert evaluation.signature.startswith("judge:stub-model|")
+
+
+def test_every_sub_score_with_ragas_embeddings_in_one_evaluate(seed: tuple[str, str]) -> None:
+    from ragas_ext import RagasEmbedder
+
+    source, summary = seed
+    longer = f"{summary} The app sends reminders. Users can log water. It gives workouts."
+    embeddings = _minilm_embeddings("modern")
+    seen: list[int] = []
+    embed_texts = embeddings.embed_texts
+
+    def counting(texts: list[str], **kwargs: Any) -> Any:
+        seen.append(len(texts))
+        return embed_texts(texts, **kwargs)
+
+    embeddings.embed_texts = counting
+    metrics = summary_metrics(embeddings=embeddings)
+    with stub_server() as url:
+        df = run(dataset(([source], summary), ([source], longer)), metrics, structured_llm(url))
+    assert list(df.columns[2:]) == [
+        f"summary_{n}" if n != "score" else "summary_quality" for n in ragas_ext.SUB_SCORES
+    ]
+    # the core with the same embeddings gives the same numbers, column by column
+    for row, text in enumerate((summary, longer)):
+        want = score_summary(
+            [source], text, judge=FakeJudge(), embedder=RagasEmbedder(embeddings)
+        ).sub_scores()
+        got = {n: df.loc[row, m.name] for n, m in zip(ragas_ext.SUB_SCORES, metrics, strict=True)}
+        for name, value in want.items():
+            if value is None:
+                assert math.isnan(got[name]), name
+            else:
+                assert got[name] == pytest.approx(value), name
+    assert not math.isnan(df.loc[1, "summary_coherence"])  # four sentences: coherence defined
+    assert seen  # the Ragas embeddings did the embedding, not the default model
+    # eight metrics, one evaluation per row: the judge saw exactly the core's calls for two rows
+    fake = FakeJudge()
+    for text in (summary, longer):
+        score_summary([source], text, judge=fake, embedder=RagasEmbedder(embeddings))
+    assert url.judge.calls == fake.calls
