@@ -6,6 +6,13 @@ result type :class:`SummaryEvaluation`. Test helpers live in :mod:`shared.testin
 """
 
 from ._version import __version__
+from .dimensions import (
+    DIMENSIONS,
+    DimensionEvidence,
+    Embedder,
+    MiniLMEmbedder,
+    MissingSpacyModelError,
+)
 from .judge import (
     CachedJudge,
     Judge,
@@ -33,13 +40,18 @@ from .scoring import alignment_ratio, combine_scores, f_beta, weighted_coverage
 
 __all__ = [
     "DEFAULT_N",
+    "DIMENSIONS",
     "CachedJudge",
     "ClaimEvidence",
+    "DimensionEvidence",
+    "Embedder",
     "Judge",
     "JudgeFailed",
     "JudgeOutputError",
     "LimitedJudge",
     "MemoryStore",
+    "MiniLMEmbedder",
+    "MissingSpacyModelError",
     "OpenAIJudge",
     "QuestionEvidence",
     "SQLiteStore",

@@ -1,0 +1,99 @@
+"""Speed and memory of the deterministic dimensions against bare spaCy + embedding.
+
+Over the 800 SummEval summaries, in one run, each variant in its own child process (so peak
+memory is its own), alternating and repeated:
+
+- ``bare``: ``nlp.pipe`` over the summaries, then one ``encode`` over all their spaCy sentences
+  (the least work any implementation of these dimensions must do);
+- ``ours``: ``score_summaries(pairs, judge=None)`` with density, non_redundancy, coherence and
+  conciseness (the full public path: validation, asyncio, evidence models, signatures).
+
+Both use the same spaCy pipeline as loaded by the package (tagger, attribute_ruler and
+lemmatizer excluded) and the same MiniLM model; loading is not timed. Target: ours <= 1.3x bare.
+
+    .venv/bin/python benchmarks/dimensions_speed.py [--repeats 2] [--limit 800]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data" / "summeval" / "dev.jsonl"
+DETERMINISTIC = ["density", "non_redundancy", "coherence", "conciseness"]
+
+
+def load_pairs(limit: int) -> list[tuple[str, str]]:
+    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+    return [(r["article"], r["summary"]) for r in rows[:limit]]
+
+
+def child(variant: str, limit: int) -> dict[str, float]:
+    sys.path.insert(0, str(ROOT))
+    from shared import score_summaries
+    from shared.dimensions import default_embedder, load_pipeline
+
+    pairs = load_pairs(limit)
+    texts = [s for _, s in pairs]
+    nlp = load_pipeline()
+    embedder = default_embedder()
+    embedder.embed(["warm up"])  # load the model (not timed)
+    list(nlp.pipe(texts[:16]))
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    if variant == "bare":
+        docs = list(nlp.pipe(texts, batch_size=64))
+        sentences = [s.text for doc in docs for s in doc.sents]
+        embedder._load().encode(sentences, batch_size=64, normalize_embeddings=True)
+    else:
+        results = score_summaries(pairs, judge=None, dimensions=DETERMINISTIC)
+        assert len(results) == len(pairs)
+    seconds = time.perf_counter() - start
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "seconds": seconds,
+        "peak_rss_mb": rss_after / 1024,
+        "rss_growth_mb": (rss_after - rss_before) / 1024,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--limit", type=int, default=800)
+    parser.add_argument("--child", choices=["bare", "ours"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.limit)))
+        return
+    runs: dict[str, list[dict[str, float]]] = {"bare": [], "ours": []}
+    for _ in range(args.repeats):
+        for variant in ("bare", "ours"):
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", variant, "--limit", str(args.limit)],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            runs[variant].append(json.loads(out.strip().splitlines()[-1]))
+            print(variant, runs[variant][-1], flush=True)
+    best = {v: min(r["seconds"] for r in rs) for v, rs in runs.items()}
+    print(f"\n{args.limit} summaries, best of {args.repeats}:")
+    print("| variant | seconds | peak RSS (MB) | RSS growth while timed (MB) |")
+    print("|---|---|---|---|")
+    for variant, rs in runs.items():
+        peak = max(r["peak_rss_mb"] for r in rs)
+        growth = max(r["rss_growth_mb"] for r in rs)
+        print(f"| {variant} | {best[variant]:.2f} | {peak:.0f} | {growth:.0f} |")
+    ratio = best["ours"] / best["bare"]
+    print(f"\nours / bare = {ratio:.2f}x (target <= 1.3x): {'OK' if ratio <= 1.3 else 'OVER'}")
+
+
+if __name__ == "__main__":
+    main()
