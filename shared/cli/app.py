@@ -66,13 +66,13 @@ err = Console(stderr=True, highlight=False)
 
 
 class RateColumn(ProgressColumn):
-    """Rows per second (rich's own columns show bytes or nothing)."""
+    """Rows per second since the run started (rich's own speed column counts bytes)."""
 
     def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text(
-            "–– rows/s" if not speed else f"{speed:.2f} rows/s", style="progress.data.speed"
-        )
+        elapsed = task.finished_time if task.finished else task.elapsed
+        if not elapsed or not task.completed:
+            return Text("-- rows/s", style="progress.data.speed")
+        return Text(f"{task.completed / elapsed:.2f} rows/s", style="progress.data.speed")
 
 
 def default_cache_path() -> Path:
@@ -126,18 +126,6 @@ def build_judge(
     )
     cache_text = f"cache {cache}" if cache is not None else "no cache"
     return judge, f"{inner.model_id} at {where} ({cache_text})"
-
-
-def _check_no_judge_support(options: dict[str, Any]) -> None:
-    """Fail early and clearly if this core cannot score without a judge."""
-    from ..pipeline import ascore_summary
-
-    try:
-        asyncio.run(ascore_summary("A probe sentence.", "A probe.", judge=None, **options))
-    except TypeError as exc:
-        raise _usage_error(
-            f"this version of the scoring core cannot score without a judge ({exc}). " + ENABLE_HINT
-        ) from None
 
 
 @app.command()
@@ -247,7 +235,6 @@ def score(
             "LLM; the judged ones (score, alignment, coverage and the judged text dimensions) "
             f"are skipped. {ENABLE_HINT}"
         )
-        _check_no_judge_support(options)
     else:
         err.print(f"Judge: {judge_text}")
 

@@ -37,6 +37,9 @@ STATUSES = (STATUS_OK, STATUS_UNSCORED, STATUS_BAD_INPUT)
 
 _PROVENANCE = ("reason", "error", "signature")
 
+NO_JUDGE_PREFIX = "no judge"
+"""How the core's error starts when it scored with ``judge=None`` (``shared.pipeline.NO_JUDGE``)."""
+
 
 def score_keys() -> list[str]:
     """The names :meth:`SummaryEvaluation.sub_scores` reports, read from the core itself so a new
@@ -61,18 +64,31 @@ def columns(keys: Iterable[str]) -> list[str]:
 
 
 def evaluation_row(
-    *, row_id: str, position: int, input_hash: str, summary: str, ev: SummaryEvaluation
+    *,
+    row_id: str,
+    position: int,
+    input_hash: str,
+    summary: str,
+    ev: SummaryEvaluation,
+    without_judge: bool = False,
 ) -> Row:
-    """The flat row for one evaluation: sub-scores, provenance and every evidence field."""
+    """The flat row for one evaluation: sub-scores, provenance and every evidence field.
+
+    ``without_judge``: the run has no judge on purpose, so the core's "no judge" error only says
+    which dimensions were skipped (the report and the terminal say it once); the row is ``ok``.
+    """
     subs = ev.sub_scores()
     evidence = ev.model_dump(mode="json", exclude=set(subs) | set(_PROVENANCE))
+    error = ev.error
+    if without_judge and error is not None and error.startswith(NO_JUDGE_PREFIX):
+        error = None
     return {
         "id": row_id,
         "position": position,
-        "status": STATUS_OK if ev.error is None else STATUS_UNSCORED,
+        "status": STATUS_OK if error is None else STATUS_UNSCORED,
         **{k: _number(v) for k, v in subs.items()},
         "reason": ev.reason,
-        "error": ev.error,
+        "error": error,
         "signature": ev.signature,
         "input_hash": input_hash,
         "summary": summary,

@@ -145,6 +145,7 @@ async def _score_one(
         input_hash=row.input_hash,
         summary=row.summary,
         ev=ev,
+        without_judge=judge is None,
     )
 
 

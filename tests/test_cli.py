@@ -1,0 +1,379 @@
+"""The ``summary-eval`` command: input reading, error rows, exit codes, no-judge mode, resuming.
+
+In-process runs use typer's CliRunner against :func:`shared.testing.stub_server` (the real
+``openai`` client path); the interruption tests start the real console script as a subprocess,
+kill it mid-run and count the requests of the rerun.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from typer.testing import CliRunner
+
+from shared.cli.app import app
+from shared.cli.inputs import Columns, InputError, read_rows
+from shared.cli.results import read_results, score_keys
+from shared.testing import FakeJudge, stub_server
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "summaries.jsonl"
+EXAMPLE_IDS = [json.loads(line)["id"] for line in EXAMPLES.read_text().splitlines()]
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    """Run the command in-process; (exit code, stdout+stderr with line wrapping undone)."""
+    result = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+    return result.exit_code, " ".join(result.output.split())
+
+
+def judge_args(url: str, cache: Path | None) -> list[str]:
+    cache_args = ["--cache", str(cache)] if cache else ["--no-cache"]
+    return ["--base-url", url, "--model", "fake-judge", *cache_args]
+
+
+def write_jsonl(path: Path, lines: list[Any]) -> Path:
+    path.write_text(
+        "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n"
+    )
+    return path
+
+
+class UnscorableFake(FakeJudge):
+    """Answers claim extraction for a summary containing UNSCORABLE with broken JSON, always."""
+
+    def answer_text(self, prompt: str, schema: type[BaseModel]) -> str:
+        if schema.__name__ == "ExtractedClaims" and "UNSCORABLE" in prompt:
+            with self._lock:
+                self.calls[schema.__name__] += 1
+            return '{"claims": ["cut off'
+        return super().answer_text(prompt, schema)
+
+
+class SlowFake(FakeJudge):
+    """Takes ``delay`` seconds per request inside the stub server (FakeJudge's own ``latency``
+    only applies to in-process calls), so a run can be caught mid-way."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def answer_text(self, prompt: str, schema: type[BaseModel]) -> str:
+        time.sleep(self.delay)
+        return super().answer_text(prompt, schema)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading input
+# ---------------------------------------------------------------------------------------------
+
+
+def test_jsonl_bad_rows_keep_their_reason(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            {"id": "ok", "source": "A source.", "summary": "A summary."},
+            "{not json",
+            "[1, 2]",
+            {"id": "nosum", "source": "A source."},
+            {"id": "empty", "source": "A source.", "summary": "   "},
+            {"id": "number", "source": "A source.", "summary": 42},
+            {"id": "ok", "source": "Another source.", "summary": "Another summary."},
+            {"id": "listsrc", "source": ["Part one.", "Part two."], "summary": "Both parts."},
+            {"id": "badq", "source": "A source.", "summary": "S.", "questions": [3]},
+        ],
+    )
+    rows = read_rows(path, Columns(), "jsonl")
+    errors = {row.id: row.error for row in rows}
+    assert errors["ok"] is None and errors["listsrc"] is None
+    assert "not valid JSON" in errors["2"]
+    assert "JSON list, not an object" in errors["3"]
+    assert "missing field 'summary'" in errors["nosum"]
+    assert "summary is empty" in errors["empty"]
+    assert "summary must be a string, got int" in errors["number"]
+    assert "duplicate id 'ok' (first used by row 1)" in errors["ok#row7"]
+    assert "questions" in errors["badq"]
+    assert [row.position for row in rows] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+
+
+def test_csv_column_mapping_and_questions(tmp_path: Path) -> None:
+    path = tmp_path / "in.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["key", "article", "text", "qs"])
+        writer.writerow(["a", "The source.", "The summary.", '["What?", "Why?"]'])
+        writer.writerow(["b", "The source.", "", "Who?\nWhen?"])
+    rows = read_rows(path, Columns("article", "text", "key", "qs"), "csv")
+    assert [r.id for r in rows] == ["a", "b"]
+    assert rows[0].questions == ["What?", "Why?"] and rows[0].error is None
+    assert rows[1].questions == ["Who?", "When?"] and "summary is empty" in rows[1].error
+    with pytest.raises(InputError, match=r"no 'source' column.*--source-column"):
+        read_rows(path, Columns(), "csv")
+
+
+# ---------------------------------------------------------------------------------------------
+# Scoring through the stub server
+# ---------------------------------------------------------------------------------------------
+
+
+def test_examples_score_with_judge_then_rerun_pays_nothing(tmp_path: Path) -> None:
+    out, report = tmp_path / "res.jsonl", tmp_path / "rep.html"
+    cache = tmp_path / "cache.sqlite3"
+    with stub_server() as url:
+        code, text = run_cli(
+            "score", EXAMPLES, "-o", out, "--report", report, *judge_args(url, cache)
+        )
+        first = url.count
+        assert code == 0, text
+        assert "8 of 8 rows scored, 0 unscored, 0 bad input" in text
+        rows = read_results(out)
+        assert [r["id"] for r in rows] == EXAMPLE_IDS
+        for row in rows:
+            assert row["status"] == "ok" and row["error"] is None
+            assert set(score_keys()) <= set(row)
+            assert 0.0 <= row["score"] <= 1.0 and row["signature"].startswith("judge:fake-judge|")
+            assert row["evidence"]["claims"] and row["evidence"]["questions"]
+        by_id = {r["id"]: r for r in rows}
+        assert by_id["harwick-good"]["score"] > by_id["harwick-hallucinated"]["score"]
+        assert by_id["harwick-hallucinated"]["alignment"] < 1.0
+        # the row with its own questions was scored on them, not on generated ones
+        asked = [q["question"] for q in by_id["nordlicht-good"]["evidence"]["questions"]]
+        assert asked == [
+            "How did revenue change?",
+            "Why did profit fall?",
+            "What happens to the Kiel factory?",
+        ]
+        assert first > 0 and report.stat().st_size > 1_000_000  # plotly.js is inlined
+
+        # every row finished: a rerun makes no request, even without the cache
+        code, text = run_cli("score", EXAMPLES, "-o", out, "--no-report", *judge_args(url, None))
+        assert code == 0, text
+        assert url.count == first
+        assert "Resuming: 8 of 8 rows already done" in text
+        assert read_results(out) == rows
+
+        # a changed setting (n) changes the signature: rows are scored again, not mixed in
+        code, text = run_cli(
+            "score", EXAMPLES, "-o", out, "--no-report", "--n", "3", *judge_args(url, cache)
+        )
+        assert code == 0, text
+        assert url.count > first
+        assert all(
+            "|n:3|" in r["signature"] or "|n:user" in r["signature"] for r in read_results(out)
+        )
+
+
+def test_bad_rows_become_error_rows_and_exit_1(tmp_path: Path) -> None:
+    good = json.loads(EXAMPLES.read_text().splitlines()[0])
+    path = write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            good,
+            "{broken",
+            {"id": "nosource", "summary": "A summary without a source."},
+            {"id": "judge-fails", "source": good["source"], "summary": "UNSCORABLE text here."},
+        ],
+    )
+    out = tmp_path / "res.csv"
+    with stub_server(UnscorableFake()) as url:
+        code, text = run_cli("score", path, "-o", out, "--retries", "1", *judge_args(url, None))
+    assert code == 1
+    assert "1 of 4 rows scored, 1 unscored, 2 bad input" in text
+    rows = {r["id"]: r for r in read_results(out)}
+    assert rows[good["id"]]["status"] == "ok" and isinstance(rows[good["id"]]["score"], float)
+    assert rows["2"]["status"] == "bad_input" and "not valid JSON" in rows["2"]["error"]
+    assert rows["nosource"]["status"] == "bad_input" and "source" in rows["nosource"]["error"]
+    failed = rows["judge-fails"]
+    assert failed["status"] == "unscored" and failed["score"] is None
+    assert "ExtractedClaims" in failed["error"]
+    assert url.judge.calls["ExtractedClaims"] >= 3  # first try + 1 retry for the bad row
+    # CSV keeps every column, evidence as JSON
+    header = next(csv.reader(out.open()))
+    assert header[:3] == ["id", "position", "status"] and set(score_keys()) <= set(header)
+    assert rows[good["id"]]["evidence"]["claims"]
+
+
+def test_retry_unscored_asks_again(tmp_path: Path) -> None:
+    good = json.loads(EXAMPLES.read_text().splitlines()[0])
+    path = write_jsonl(
+        tmp_path / "in.jsonl",
+        [{"id": "x", "source": good["source"], "summary": "UNSCORABLE but fixed later."}],
+    )
+    out, cache = tmp_path / "res.jsonl", tmp_path / "c.sqlite3"
+    with stub_server(UnscorableFake()) as url:
+        code, _ = run_cli("score", path, "-o", out, "--no-report", *judge_args(url, cache))
+        assert code == 1
+        before = url.count
+        code, text = run_cli("score", path, "-o", out, "--no-report", *judge_args(url, cache))
+        assert code == 1 and url.count == before  # unscored rows count as finished
+        assert "--retry-unscored" in text
+    with stub_server() as url:  # the judge works now
+        code, text = run_cli(
+            "score", path, "-o", out, "--no-report", "--retry-unscored", *judge_args(url, cache)
+        )
+    assert code == 0, text
+    assert read_results(out)[0]["status"] == "ok"
+    # only the calls that had no answer are paid: claim extraction (it failed) and the claim
+    # verification it leads to; questions, answers, grades and the style review come from cache
+    names = sorted(r["response_format"]["json_schema"]["name"] for r in url.requests)
+    assert names == ["ClaimVerdicts", "ExtractedClaims"]
+
+
+def test_no_judge_scores_deterministic_dimensions_and_says_what_was_skipped(
+    tmp_path: Path,
+) -> None:
+    out, report = tmp_path / "res.jsonl", tmp_path / "rep.html"
+    code, text = run_cli("score", EXAMPLES, "-o", out, "--report", report)
+    assert code == 0, text
+    assert "No judge (none configured)" in text
+    assert "Skipped (no judge): score, alignment, coverage, specificity" in text
+    assert "--base-url URL --model NAME" in text and "OPENAI_API_KEY" in text
+    rows = read_results(out)
+    assert len(rows) == 8
+    for row in rows:
+        assert row["status"] == "ok" and row["error"] is None
+        assert row["score"] is None and row["coverage"] is None
+        assert isinstance(row["conciseness"], float) and isinstance(row["density"], float)
+        assert row["signature"].startswith("judge:none|")
+    by_id = {r["id"]: r for r in rows}
+    # the deterministic redundancy check sees the repetitive summary
+    assert by_id["almendra-repetitive"]["non_redundancy"] < by_id["almendra-good"]["non_redundancy"]
+    html = report.read_text()
+    assert 'id="skipped-dimensions"' in html and "score, alignment, coverage" in html
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    code, text = run_cli("score", tmp_path / "missing.jsonl")
+    assert code == 2 and "input file not found" in text
+    odd = tmp_path / "in.txt"
+    odd.write_text("x")
+    code, text = run_cli("score", odd)
+    assert code == 2 and "--input-format" in text
+    code, text = run_cli("score", EXAMPLES, "-o", tmp_path / "r.jsonl", "--model", "gpt-4o-mini")
+    assert code == 2 and "OPENAI_API_KEY" in text
+    code, text = run_cli("score", EXAMPLES, "-o", tmp_path / "r.txt")
+    assert code == 2 and ".jsonl or .csv" in text
+    code, text = run_cli("score", EXAMPLES, "-o", tmp_path / "r.jsonl", "--combine", "max")
+    assert code == 2 and "combine" in text
+
+
+# ---------------------------------------------------------------------------------------------
+# Interruption: a killed run, rerun, pays no judge call twice and loses no finished row
+# ---------------------------------------------------------------------------------------------
+
+
+def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "shared.cli", *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_rows(out: Path, proc: subprocess.Popen[str], at_least: int) -> int:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        done = len(read_results(out)) if out.exists() else 0
+        if done >= at_least:
+            return done
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before it could be interrupted: {proc.communicate()}")
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail("no row finished within 180 s")
+
+
+def _cache_entries(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM judge_cache").fetchone()[0])
+
+
+def test_killed_run_resumes_without_paying_twice(tmp_path: Path) -> None:
+    args = ["--concurrency", "2", "--no-report"]
+    # one clean run: how many requests the job needs
+    clean_out, clean_cache = tmp_path / "clean.jsonl", tmp_path / "clean.sqlite3"
+    with stub_server() as url:
+        code, text = run_cli(
+            "score", EXAMPLES, "-o", clean_out, *args, *judge_args(url, clean_cache)
+        )
+        assert code == 0, text
+        clean_requests = url.count
+    assert clean_requests == _cache_entries(clean_cache)  # one request per distinct call
+    clean = {r["id"]: r for r in read_results(clean_out)}
+
+    out, cache = tmp_path / "res.jsonl", tmp_path / "cache.sqlite3"
+    with stub_server(SlowFake(delay=0.4)) as url:
+        proc = _start(
+            ["score", str(EXAMPLES), "-o", str(out), *args, *judge_args(url, cache)], tmp_path
+        )
+        finished_before_kill = _wait_for_rows(out, proc, at_least=2)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        killed_requests = url.count
+    kept = read_results(out)
+    assert proc.returncode == -signal.SIGKILL
+    assert 2 <= len(kept) < len(EXAMPLE_IDS), "the kill must land mid-way"
+    assert len(kept) >= finished_before_kill
+    answered_before_kill = _cache_entries(cache)
+    assert 0 < answered_before_kill <= killed_requests
+
+    with stub_server() as url:
+        proc = _start(
+            ["score", str(EXAMPLES), "-o", str(out), *args, *judge_args(url, cache)], tmp_path
+        )
+        _, stderr = proc.communicate(timeout=300)
+        rerun_requests = url.count
+    assert proc.returncode == 0, stderr
+    assert f"Resuming: {len(kept)} of 8 rows already done" in " ".join(stderr.split())
+    # the rerun pays exactly for the calls nobody had an answer to
+    assert rerun_requests == clean_requests - answered_before_kill
+    final = read_results(out)
+    assert [r["id"] for r in final] == EXAMPLE_IDS  # every row, once, in input order
+    for row in final:
+        assert row["status"] == "ok"
+        for key in score_keys():
+            assert row[key] == pytest.approx(clean[row["id"]][key]), (row["id"], key)
+    # rows finished before the kill were kept as they were, not scored again
+    assert all(r in final for r in kept)
+
+
+def test_ctrl_c_keeps_finished_rows_and_exits_130(tmp_path: Path) -> None:
+    out, cache = tmp_path / "res.jsonl", tmp_path / "cache.sqlite3"
+    with stub_server(SlowFake(delay=0.4)) as url:
+        proc = _start(
+            [
+                "score",
+                str(EXAMPLES),
+                "-o",
+                str(out),
+                "--concurrency",
+                "2",
+                "--no-report",
+                *judge_args(url, cache),
+            ],
+            tmp_path,
+        )
+        _wait_for_rows(out, proc, at_least=1)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    kept = read_results(out)
+    text = " ".join(stderr.split())
+    assert f"Interrupted. {len(kept)} finished rows are saved" in text
+    assert "run the same command again to resume" in text
+    assert 1 <= len(kept) < 8
+    lines = out.read_text().splitlines()
+    assert len(lines) == len(kept)  # no torn or duplicate line
