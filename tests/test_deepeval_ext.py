@@ -237,7 +237,9 @@ def test_assert_test_passes_and_fails_by_threshold(seed: tuple[str, str]) -> Non
     model = FakeDeepEvalModel()
     assert_test(case(source, summary), [SummaryQualityMetric(model=model, threshold=0.6)])
     with pytest.raises(AssertionError, match="Summary Alignment"):
-        assert_test(case(source, HALLUCINATED), [SummaryAlignmentMetric(model=model, threshold=0.9)])
+        assert_test(
+            case(source, HALLUCINATED), [SummaryAlignmentMetric(model=model, threshold=0.9)]
+        )
     # the good summary fails a threshold above its score: thresholds decide, not the metric
     with pytest.raises(AssertionError, match="Summary Quality"):
         assert_test(case(source, summary), [SummaryQualityMetric(model=model, threshold=0.99)])
@@ -266,7 +268,9 @@ def test_one_instance_judges_each_case_against_its_own_source(seed: tuple[str, s
     assert p.read_block(verify_prompts[1], "SOURCE") == SOURCE_B
     assert "bicycle" in logs_b and "bicycle" not in logs_a
     assert "smartphone" in logs_a and "smartphone" not in logs_b
-    assert metric.score == pytest.approx(score_summary(SOURCE_B, SUMMARY_B, judge=FakeJudge()).score)
+    assert metric.score == pytest.approx(
+        score_summary(SOURCE_B, SUMMARY_B, judge=FakeJudge()).score
+    )
 
 
 def test_concurrent_cases_on_one_instance_get_their_own_scores_and_costs(
@@ -298,7 +302,10 @@ def test_concurrent_cases_on_one_instance_get_their_own_scores_and_costs(
     assert scores == [pytest.approx(expected[summary]), pytest.approx(expected[SUMMARY_B])]
     # the instance holds the last finished case, with that case's own cost, not a shared total
     assert model.judge.total_calls * 0.25 == pytest.approx(sum(alone.values()))
-    assert metric.evaluation_cost in (pytest.approx(alone[summary]), pytest.approx(alone[SUMMARY_B]))
+    assert metric.evaluation_cost in (
+        pytest.approx(alone[summary]),
+        pytest.approx(alone[SUMMARY_B]),
+    )
 
 
 def test_source_only_work_is_shared_across_evaluate_copies(seed: tuple[str, str]) -> None:
@@ -330,10 +337,12 @@ def test_normalise_output_accepts_each_deepeval_shape() -> None:
     assert normalise_output(expected, p.ExtractedClaims, "m") is expected
     assert normalise_output(as_json, p.ExtractedClaims, "m") == expected
     assert normalise_output(f"```json\n{as_json}\n```", p.ExtractedClaims, "m") == expected
-    assert normalise_output({"claims": ["The app tracks meals."]}, p.ExtractedClaims, "m") == expected
-    assert normalise_output(Lookalike(claims=["The app tracks meals."]), p.ExtractedClaims, "m") == (
-        expected
+    assert (
+        normalise_output({"claims": ["The app tracks meals."]}, p.ExtractedClaims, "m") == expected
     )
+    assert normalise_output(
+        Lookalike(claims=["The app tracks meals."]), p.ExtractedClaims, "m"
+    ) == (expected)
     with pytest.raises(JudgeOutputError, match=r"m returned output that does not match Extracted"):
         normalise_output('{"claims": "not a list"}', p.ExtractedClaims, "m")
     with pytest.raises(JudgeOutputError, match="does not match"):
@@ -550,6 +559,8 @@ def test_alignment_threshold_separates_faithful_from_hallucinating(
     metric = SummaryAlignmentMetric(model=FakeDeepEvalModel(), threshold=0.9)
     metric.measure(case(source, summary), _show_indicator=False)
     assert metric.success and metric.score == 1.0
-    metric.measure(case(source, summary + " It was built on Mars by robots."), _show_indicator=False)
+    metric.measure(
+        case(source, summary + " It was built on Mars by robots."), _show_indicator=False
+    )
     assert not metric.success and metric.score == pytest.approx(0.5)
     assert metric.__name__ == "Summary Alignment"
