@@ -338,6 +338,10 @@ def test_killed_run_resumes_without_paying_twice(tmp_path: Path) -> None:
         rerun_requests = url.count
     assert proc.returncode == 0, stderr
     assert f"Resuming: {len(kept)} of 8 rows already done" in " ".join(stderr.split())
+    print(
+        f"clean={clean_requests} killed_run={killed_requests} cached_at_kill="
+        f"{answered_before_kill} rows_at_kill={len(kept)} rerun={rerun_requests}"
+    )
     # the rerun pays exactly for the calls nobody had an answer to
     assert rerun_requests == clean_requests - answered_before_kill
     final = read_results(out)
