@@ -381,3 +381,32 @@ def test_ctrl_c_keeps_finished_rows_and_exits_130(tmp_path: Path) -> None:
     assert 1 <= len(kept) < 8
     lines = out.read_text().splitlines()
     assert len(lines) == len(kept)  # no torn or duplicate line
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_torn_last_line_is_redone(tmp_path: Path, suffix: str) -> None:
+    lines = EXAMPLES.read_text().splitlines()[:3]
+    path = write_jsonl(tmp_path / "in.jsonl", lines)
+    out = tmp_path / f"res{suffix}"
+    cache = tmp_path / "c.sqlite3"
+    with stub_server() as url:
+        code, text = run_cli("score", path, "-o", out, "--no-report", *judge_args(url, cache))
+        assert code == 0, text
+        full = read_results(out)
+        # simulate a kill in the middle of writing the last row
+        content = out.read_text()
+        out.write_text(content[: len(content) - 40])
+        assert [r["id"] for r in read_results(out)] == [r["id"] for r in full[:2]]
+        before = url.count
+        code, text = run_cli("score", path, "-o", out, "--no-report", *judge_args(url, None))
+        assert code == 0, text
+        assert "Resuming: 2 of 3 rows already done" in text
+        assert url.count > before  # the torn row was scored again (without the cache)
+    again = read_results(out)
+    assert [r["id"] for r in again] == [r["id"] for r in full]
+    assert again[2]["score"] == pytest.approx(full[2]["score"])
+    # one entry per row, the torn one replaced (CSV has a header)
+    if suffix == ".csv":
+        assert len(list(csv.reader(out.open()))) == 4
+    else:
+        assert len(out.read_text().splitlines()) == 3

@@ -164,11 +164,15 @@ def read_results(path: Path) -> list[Row]:
             torn = None in record or any(value is None for value in record.values())
             if torn or record.get("status") not in STATUSES:
                 continue  # a row cut short by a kill, or not one of ours
-            rows.append(_from_csv(record))
+            row = _from_csv(record)
+            if row is not None:
+                rows.append(row)
     return rows
 
 
-def _from_csv(record: dict[str, Any]) -> Row:
+def _from_csv(record: dict[str, Any]) -> Row | None:
+    """The row, or None if it was cut short: ``evidence``, the last column, is then not JSON
+    (the csv module accepts an unterminated quoted field at the end of the file)."""
     row: Row = {}
     fixed = {"id", "status", "reason", "error", "signature", "input_hash", "summary"}
     for key, value in record.items():
@@ -180,7 +184,7 @@ def _from_csv(record: dict[str, Any]) -> Row:
             try:
                 row[key] = json.loads(value) if value else {}
             except json.JSONDecodeError:
-                row[key] = {}
+                return None
         else:
             row[key] = _csv_number(value)
     return row
