@@ -410,3 +410,13 @@ def test_torn_last_line_is_redone(tmp_path: Path, suffix: str) -> None:
         assert len(list(csv.reader(out.open()))) == 4
     else:
         assert len(out.read_text().splitlines()) == 3
+
+
+def test_cli_imports_no_framework() -> None:
+    code = (
+        "import sys, shared.cli.app, shared.cli.report, shared.cli.runner; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('ragas', 'deepeval')); "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
