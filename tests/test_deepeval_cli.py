@@ -58,6 +58,12 @@ def test_network_guard_is_on() -> None:
 GUARD_ARGS = ["--allow-hosts=127.0.0.1", "-p", "no:cacheprovider"]  # pytest-socket is auto-loaded
 
 
+def repo_deepeval_files() -> set[str] | None:
+    """What ``.deepeval/`` in the repository holds (None: no such folder)."""
+    folder = REPO / ".deepeval"
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")} if folder.exists() else None
+
+
 def offline_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env.update(
@@ -106,7 +112,7 @@ def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_deepeval_test_run_passes_and_fails_by_threshold(workdir: Path) -> None:
-    deepeval_existed = (REPO / ".deepeval").exists()
+    before = repo_deepeval_files()
     report = workdir / "report.xml"
     proc = run(
         [str(BIN / "deepeval"), "test", "run", str(workdir), *GUARD_ARGS, f"--junitxml={report}"],
@@ -125,7 +131,7 @@ def test_deepeval_test_run_passes_and_fails_by_threshold(workdir: Path) -> None:
     assert "Summary Alignment (score: 0.5, threshold: 0.9" in message
     assert "Pass Rate" in proc.stdout  # DeepEval's own summary of the run
     assert (workdir / ".deepeval").is_dir()  # it wrote its files here ...
-    assert deepeval_existed or not (REPO / ".deepeval").exists()  # ... not in the repository
+    assert repo_deepeval_files() == before  # ... and nothing in the repository
 
 
 def test_example_runs_under_plain_pytest(workdir: Path) -> None:

@@ -51,14 +51,20 @@ HALLUCINATED = (
 QUIET = DisplayConfig(print_results=False, show_indicator=False)
 
 
+def repo_deepeval_files() -> set[str] | None:
+    """What ``.deepeval/`` in the repository holds (None: no such folder)."""
+    folder = REPO / ".deepeval"
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")} if folder.exists() else None
+
+
 @pytest.fixture(autouse=True)
 def _run_outside_the_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """DeepEval writes ``./.deepeval/`` (cache, last run): keep it in a temp dir, and prove the
-    repository is left clean."""
-    existed = (REPO / ".deepeval").exists()
+    """DeepEval writes ``./.deepeval/`` (cache, last run): keep it in a temp dir, and prove
+    nothing was written into the repository's."""
+    before = repo_deepeval_files()
     monkeypatch.chdir(tmp_path)
     yield
-    assert existed or not (REPO / ".deepeval").exists(), "a test wrote .deepeval/ into the repo"
+    assert repo_deepeval_files() == before, "a test wrote into .deepeval/ in the repository"
 
 
 def case(source: str, summary: str) -> LLMTestCase:
@@ -564,3 +570,20 @@ def test_alignment_threshold_separates_faithful_from_hallucinating(
     )
     assert not metric.success and metric.score == pytest.approx(0.5)
     assert metric.__name__ == "Summary Alignment"
+
+
+def test_docs_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    """The first Python block of docs/deepeval.md (pasted into the README) runs offline."""
+    text = (REPO / "docs" / "deepeval.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/deepeval.md", "exec"), {"__name__": "docs_example"})
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Summary ")]
+    parsed = sorted(
+        (name, float(score), flag == "success=True")
+        for name, rest in (line.split(": ", 1) for line in lines)
+        for score, flag in [rest.split()]
+    )
+    quality = [row for row in parsed if row[0] == "Summary Quality"]
+    alignment = [row for row in parsed if row[0] == "Summary Alignment"]
+    assert [row[2] for row in quality] == [False, True] and quality[0][1] < 0.5 < quality[1][1]
+    assert alignment == [("Summary Alignment", 0.5, False), ("Summary Alignment", 1.0, True)]
