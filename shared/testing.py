@@ -360,9 +360,7 @@ def stub_server(
                 return
             messages = request.get("messages", [])
             prompt = "\n\n".join(
-                m.get("content", "")
-                for m in messages
-                if m.get("role") == "user" and isinstance(m.get("content"), str)
+                _message_text(m.get("content")) for m in messages if m.get("role") == "user"
             )
             schema = _schema_for(request, prompt, known)
             if schema is None:
@@ -388,7 +386,8 @@ def stub_server(
                         }
                     ],
                     "usage": {
-                        "prompt_tokens": sum(len(m.get("content", "")) for m in messages) // 4,
+                        "prompt_tokens": sum(len(_message_text(m.get("content"))) for m in messages)
+                        // 4,
                         "completion_tokens": len(content) // 4,
                         "total_tokens": 0,
                     },
@@ -408,6 +407,20 @@ def stub_server(
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def _message_text(content: object) -> str:
+    """A message's text: plain content, or the text parts of a list of content parts (the form
+    DeepEval's OpenAI model sends)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "")
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return ""
 
 
 def _schema_for(

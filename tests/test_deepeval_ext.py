@@ -167,11 +167,6 @@ def test_evaluate_with_custom_model_on_stub_server(seed: tuple[str, str]) -> Non
     assert all(m.evaluation_cost > 0 for m in scored)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="shared.testing.stub_server reads only string message content; DeepEval's "
-    "OpenAIModel sends a list of content parts (fix requested in shared/testing.py)",
-)
 def test_model_name_string_resolves_like_deepeval(
     seed: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -16,7 +16,7 @@ def test_full_score_through_the_real_client(seed: tuple[str, str]) -> None:
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
         result = score_summary(*seed, judge=judge)
         assert result.scored, result.error
-        assert url.count == 5  # questions, claims, verdicts, answers, grades
+        assert url.count == 6  # questions, claims, verdicts, answers, grades, style review
         first = url.requests[0]
         assert first["model"] == "stub-model"
         assert first["temperature"] == 0.0
@@ -28,8 +28,9 @@ def test_full_score_through_the_real_client(seed: tuple[str, str]) -> None:
             "ClaimVerdicts",
             "SummaryAnswers",
             "AnswerGrades",
+            "StyleReview",
         }
-    assert judge.usage["calls"] == 5 and judge.usage["prompt_tokens"] > 0
+    assert judge.usage["calls"] == 6 and judge.usage["prompt_tokens"] > 0
     assert result.signature.startswith("judge:stub-model|")
     # the same evidence as the in-process fake gives for the same texts
     direct = score_summary(*seed, judge=FakeJudge())
@@ -62,7 +63,7 @@ def test_rate_limit_and_server_errors_are_retried_with_backoff(
         result = score_summary(*seed, judge=judge, concurrency=1)
         elapsed = time.monotonic() - started
     assert result.scored, result.error
-    assert url.count == 5 + 2  # two refused, then every step answered
+    assert url.count == 6 + 2  # two refused, then every step answered
     assert elapsed >= 0.5  # the SDK waited (exponential backoff from 0.5 s) before retrying
 
 

@@ -118,6 +118,7 @@ def test_seed_example_exact_scores_and_evidence(seed: tuple[str, str]) -> None:
         "AnswerGrades": 1,
         "ExtractedClaims": 1,
         "ClaimVerdicts": 1,
+        "StyleReview": 1,  # the text-quality dimensions' one call
     }
     grade_prompt = judge.prompts_for(p.AnswerGrades)[0]
     assert p.read_numbered_block(grade_prompt, "ITEMS")[2].startswith("question: What extra")
