@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -136,6 +137,8 @@ def test_examples_score_with_judge_then_rerun_pays_nothing(tmp_path: Path) -> No
         first = url.count
         assert code == 0, text
         assert "8 of 8 rows scored, 0 unscored, 0 bad input" in text
+        # the terminal table: one line per row with its score, then the status
+        assert re.search(r"harwick-good ok( \d\.\d\d){8} ", text), text
         rows = read_results(out)
         assert [r["id"] for r in rows] == EXAMPLE_IDS
         for row in rows:

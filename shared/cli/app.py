@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -27,6 +28,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Table
 from rich.text import Text
 
 from .inputs import Columns, InputError, detect_format, read_rows
@@ -63,6 +65,7 @@ app = typer.Typer(
 )
 
 err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
 
 
 class RateColumn(ProgressColumn):
@@ -308,7 +311,46 @@ def score(
         )
         write_report(report_path, all_rows, keys, info, worst=worst)
 
+    _print_table(all_rows, keys)
     raise typer.Exit(_finish(all_rows, output, report_path, skipped))
+
+
+TABLE_ROWS = 25
+SHORT_NAMES = {
+    "alignment": "align",
+    "coverage": "cover",
+    "density": "dens",
+    "specificity": "spec",
+    "non_redundancy": "nonred",
+    "coherence": "coher",
+    "conciseness": "concis",
+}
+
+
+def _table_caption(shown: list[str]) -> str:
+    short = [f"{SHORT_NAMES[k]}={k}" for k in shown if k in SHORT_NAMES]
+    return ", ".join(short)
+
+
+def _print_table(rows: list[Row], keys: list[str]) -> None:
+    """The scores at a glance on stdout: one line per row (the first few), every column that has
+    a value somewhere, and the status; the results file and the report hold the rest."""
+    shown = [k for k in keys if any(r.get(k) is not None for r in rows)]
+    table = Table(
+        box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, caption=_table_caption(shown)
+    )
+    table.add_column("id", no_wrap=True, max_width=18, overflow="ellipsis")
+    table.add_column("status", no_wrap=True)
+    for key in shown:
+        table.add_column(SHORT_NAMES.get(key, key), justify="right", min_width=4, no_wrap=True)
+    for row in rows[:TABLE_ROWS]:
+        cells = ["-" if not isinstance(row.get(k), int | float) else f"{row[k]:.2f}" for k in shown]
+        status = str(row.get("status", ""))
+        style = "green" if status == STATUS_OK else "red"
+        table.add_row(str(row.get("id", "")), f"[{style}]{status}[/]", *cells)
+    out.print(table)
+    if len(rows) > TABLE_ROWS:
+        out.print(f"… and {len(rows) - TABLE_ROWS} more rows in the results file.")
 
 
 def _skipped(rows: list[Row], keys: list[str]) -> list[str]:
