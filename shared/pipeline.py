@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
+import math
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -31,6 +33,7 @@ from typing import Any, Literal, TypeVar
 
 from . import prompts as p
 from ._version import __version__
+from .chunking import Part, split_parts
 from .dimensions import (
     DEFAULT_SPACY_MODEL,
     DEFAULT_TARGET,
@@ -49,7 +52,9 @@ from .dimensions.nlp import TextAnalysis
 from .dimensions.specificity import review_style
 from .judge import CachedJudge, CacheStore, Judge, JudgeFailed, base_judge, robust_judge
 from .result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
+from .retrieval import BM25, group_items
 from .scoring import alignment_ratio, combine_scores, weighted_coverage
+from .tokens import estimate_tokens
 
 R = TypeVar("R")
 
@@ -57,6 +62,30 @@ DEFAULT_N = 10
 """Ten questions: enough that one missed minor point moves coverage by a few points rather than
 a fifth (DeepEval's default of 5), few enough that answers and grades for all of them still fit
 in one short call each. The number of judge calls does not depend on ``n``."""
+
+DEFAULT_CONTEXT_BUDGET = 16_000
+"""Largest prompt the core sends, in estimated tokens (:mod:`shared.tokens`, which overshoots
+real o200k counts on English by about a fifth). A source whose full-source prompts fit is scored
+exactly as if there were no budget; a longer one is read part by part for questions and checked
+claim by claim against retrieved passages. 16k leaves room under every current 32k+ context
+window for the reply, and keeps the number of parts (parallel calls) of a 100,000-word source
+near ten."""
+
+MIN_CONTEXT_BUDGET = 2_000
+"""Below this the fixed instructions and one retrieved passage would not leave room to work."""
+
+PASSAGE_TOKENS = 300
+"""Retrieval unit for claim checks on long sources: a few sentences, so a claim's evidence is
+shown with its immediate context without spending the budget on unrelated text."""
+
+TOP_PASSAGES = 3
+"""Passages retrieved per claim (or user question). Measured on the benchmark's constructed
+case (docs/PERFORMANCE.md): the supporting sentence is in the top 3 far more often than in the
+top 1, and three passages of 300 tokens per claim keep a 25-claim summary within two calls."""
+
+MAX_CLAIMS_PER_CALL = 40
+"""Claims checked in one retrieval-based call: keeps the reply (a verdict, reason and quote per
+claim) well under common output limits."""
 
 IDK_ANSWERS = frozenset({"idk", "i don't know", "i do not know", "unknown", "not mentioned", ""})
 NOT_IN_SOURCE = frozenset({"not in source", "not in the source", "idk", ""})
@@ -85,7 +114,10 @@ class ScoreOptions:
     combine: Literal["fbeta", "min"] = "fbeta"
     retries: int = 2
     cache: bool | str | Path | CacheStore = field(default=True, compare=False)
-    concurrency: int = 8
+    concurrency: int = 32
+    """Judge calls in flight at once per judge. 32: twenty summaries' first round (three calls
+    each) goes out in about two waves; DeepEval's evaluate() runs 20 cases with up to three calls
+    each at once, Ragas 16 workers."""
     dimensions: tuple[str, ...] = DIMENSIONS
     """Text-quality dimensions to compute (any of :data:`shared.dimensions.DIMENSIONS`); empty =
     none. They are reported beside the score and never enter it."""
@@ -94,6 +126,9 @@ class ScoreOptions:
     spacy_model: str = DEFAULT_SPACY_MODEL
     density_target: float = DEFAULT_TARGET
     density_tolerance: float = DEFAULT_TOLERANCE
+    context_budget: int = DEFAULT_CONTEXT_BUDGET
+    """Largest prompt in estimated tokens; longer sources are chunked (see
+    :data:`DEFAULT_CONTEXT_BUDGET`). In the signature only of results where chunking applied."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dimensions", normalise_dimensions(self.dimensions))
@@ -112,6 +147,15 @@ class ScoreOptions:
             raise ValueError(f"n must be a positive integer, got {self.n!r}")
         if not (isinstance(self.beta, int | float) and self.beta > 0):
             raise ValueError(f"beta must be a positive number, got {self.beta!r}")
+        if (
+            not isinstance(self.context_budget, int)
+            or isinstance(self.context_budget, bool)
+            or self.context_budget < MIN_CONTEXT_BUDGET
+        ):
+            raise ValueError(
+                f"context_budget must be an integer >= {MIN_CONTEXT_BUDGET} (estimated tokens), "
+                f"got {self.context_budget!r}"
+            )
         if self.combine not in ("fbeta", "min"):
             raise ValueError(f"combine must be 'fbeta' or 'min', got {self.combine!r}")
         if self.questions is not None:
@@ -238,11 +282,179 @@ def _by_index(items: Sequence[Any]) -> list[Any]:
     return sorted(items, key=lambda item: item.index)
 
 
-async def reference_questions(
+# ---------------------------------------------------------------------------------------------
+# Long sources: parts for question generation, retrieved passages for claim checks
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Route:
+    """What one evaluation did with its source: ``long`` once any step chunked it."""
+
+    long: bool = False
+
+
+def fits(prompt: str, options: ScoreOptions) -> bool:
+    return estimate_tokens(prompt) <= options.context_budget
+
+
+@functools.lru_cache(maxsize=8)
+def _parts(source: str, max_tokens: int) -> tuple[Part, ...]:
+    return tuple(split_parts(source, max_tokens))
+
+
+@functools.lru_cache(maxsize=4)
+def _passage_index(source: str) -> tuple[tuple[Part, ...], BM25]:
+    passages = _parts(source, PASSAGE_TOKENS)
+    return passages, BM25([part.text for part in passages])
+
+
+def _spread(index: int, count: int) -> float:
+    """Bit-reversed position of ``index`` among ``count`` parts: 0, 1/2, 1/4, 3/4, … so ties in
+    importance are broken evenly across the source instead of favouring its beginning."""
+    bits = max(1, (count - 1).bit_length())
+    return int(f"{index:0{bits}b}"[::-1], 2) / (1 << bits)
+
+
+async def chunked_questions(
     source: str, options: ScoreOptions, judge: CachedJudge
 ) -> list[QuestionEvidence]:
-    """Questions with reference answers and importances, once per (source, options)."""
+    """Questions from every part of a long source, asked in parallel (one round), merged
+    deterministically: by importance, then by rank within the part, ties spread evenly over
+    the source; identical questions kept once; the chosen ones listed in source order."""
+    overhead = estimate_tokens(p.generate_questions_part_prompt("", 99, 99, options.n))
+    parts = await asyncio.to_thread(_parts, source, options.context_budget - overhead - 16)
+    per_part = min(options.n, max(2, math.ceil(2 * options.n / len(parts))))
+
+    def check_part(reply: p.GeneratedQuestions) -> None:
+        if len(reply.questions) > per_part:
+            raise ValueError(f"expected at most {per_part} questions, got {len(reply.questions)}")
+        for q in reply.questions:
+            if not q.question.strip() or not q.reference_answer.strip():
+                raise ValueError("every question needs a question and a reference answer")
+
+    replies = await asyncio.gather(
+        *(
+            judge.generate(
+                p.generate_questions_part_prompt(part.text, i, len(parts), per_part),
+                p.GeneratedQuestions,
+                check=check_part,
+            )
+            for i, part in enumerate(parts, start=1)
+        )
+    )
+    candidates = [
+        (-q.importance, rank, _spread(part, len(parts)), part, q)
+        for part, reply in enumerate(replies)
+        for rank, q in enumerate(reply.questions)
+    ]
+    chosen, seen = [], set()
+    for item in sorted(candidates, key=lambda c: c[:4]):
+        key = _normal(item[4].question)
+        if key not in seen:
+            seen.add(key)
+            chosen.append(item)
+        if len(chosen) == options.n:
+            break
+    if not chosen:
+        raise ValueError("no part of the source yielded a question")
+    chosen.sort(key=lambda c: (c[3], c[1]))
+    return [
+        QuestionEvidence(
+            question=q.question.strip(),
+            importance=q.importance,
+            reference_answer=q.reference_answer.strip(),
+        )
+        for *_, q in chosen
+    ]
+
+
+async def _retrieved_groups(
+    source: str, queries: Sequence[str], options: ScoreOptions, empty_prompt: str
+) -> tuple[tuple[Part, ...], list[Any]]:
+    """Passages per query (BM25 top :data:`TOP_PASSAGES`) packed into calls within budget."""
+
+    def build() -> tuple[tuple[Part, ...], list[Any]]:
+        passages, index = _passage_index(source)
+        own = [index.top(q, TOP_PASSAGES) or [0] for q in queries]
+        capacity = options.context_budget - estimate_tokens(empty_prompt) - 16
+        sizes = [estimate_tokens(q) + 8 for q in queries]
+        # each shown passage may add a "[…]" line and a newline: count them with the passage
+        groups = group_items(own, sizes, passages, capacity - 4, MAX_CLAIMS_PER_CALL)
+        return passages, groups
+
+    return await asyncio.to_thread(build)
+
+
+async def verify_with_retrieval(
+    source: str, claims: list[str], options: ScoreOptions, judge: CachedJudge
+) -> list[p.ClaimVerdict]:
+    """Each claim against the passages most relevant to it; claims sharing passages share a
+    call; all calls in parallel (the same round as a full-source check)."""
+    passages, groups = await _retrieved_groups(
+        source, claims, options, p.verify_claims_excerpts_prompt([], [])
+    )
+    last = len(passages) - 1
+
+    async def one(group: Any) -> list[p.ClaimVerdict]:
+        items = [claims[i] for i in group.items]
+        reply = await judge.generate(
+            p.verify_claims_excerpts_prompt(
+                [(j, passages[j].text) for j in group.passages], items, last
+            ),
+            p.ClaimVerdicts,
+            check=lambda r: _indexed(r.verdicts, len(items), "verdict"),
+        )
+        return _by_index(reply.verdicts)
+
+    verdicts: list[p.ClaimVerdict | None] = [None] * len(claims)
+    for group, reply in zip(groups, await asyncio.gather(*(one(g) for g in groups)), strict=True):
+        for i, verdict in zip(group.items, reply, strict=True):
+            verdicts[i] = verdict
+    return verdicts  # type: ignore[return-value]
+
+
+async def answer_user_questions_with_retrieval(
+    source: str, questions: list[str], options: ScoreOptions, judge: CachedJudge
+) -> list[p.ReferenceAnswer]:
+    passages, groups = await _retrieved_groups(
+        source, questions, options, p.answer_user_questions_excerpts_prompt([], [])
+    )
+    last = len(passages) - 1
+
+    async def one(group: Any) -> list[p.ReferenceAnswer]:
+        items = [questions[i] for i in group.items]
+        reply = await judge.generate(
+            p.answer_user_questions_excerpts_prompt(
+                [(j, passages[j].text) for j in group.passages], items, last
+            ),
+            p.ReferenceAnswers,
+            check=lambda r: _indexed(r.answers, len(items), "reference answer"),
+        )
+        return _by_index(reply.answers)
+
+    answers: list[p.ReferenceAnswer | None] = [None] * len(questions)
+    for group, reply in zip(groups, await asyncio.gather(*(one(g) for g in groups)), strict=True):
+        for i, answer in zip(group.items, reply, strict=True):
+            answers[i] = answer
+    return answers  # type: ignore[return-value]
+
+
+async def reference_questions(
+    source: str, options: ScoreOptions, judge: CachedJudge, route: Route | None = None
+) -> list[QuestionEvidence]:
+    """Questions with reference answers and importances, once per (source, options).
+
+    A source whose prompt would exceed the context budget is read part by part
+    (:func:`chunked_questions`), and user questions get their reference answers from retrieved
+    passages; ``route.long`` records that.
+    """
+    route = route if route is not None else Route()
     if options.questions is None:
+        prompt = p.generate_questions_prompt(source, options.n)
+        if not fits(prompt, options):
+            route.long = True
+            return await chunked_questions(source, options, judge)
 
         def check_generated(reply: p.GeneratedQuestions) -> None:
             if not 1 <= len(reply.questions) <= options.n:
@@ -252,7 +464,7 @@ async def reference_questions(
                     raise ValueError("every question needs a question and a reference answer")
 
         generated = await judge.generate(
-            p.generate_questions_prompt(source, options.n),
+            prompt,
             p.GeneratedQuestions,
             check=check_generated,
         )
@@ -266,13 +478,20 @@ async def reference_questions(
         ]
 
     user = options.questions
-    reply = await judge.generate(
-        p.answer_user_questions_prompt(source, [q.question for q in user]),
-        p.ReferenceAnswers,
-        check=lambda r: _indexed(r.answers, len(user), "reference answer"),
-    )
+    texts = [q.question for q in user]
+    prompt = p.answer_user_questions_prompt(source, texts)
+    if fits(prompt, options):
+        reply = await judge.generate(
+            prompt,
+            p.ReferenceAnswers,
+            check=lambda r: _indexed(r.answers, len(user), "reference answer"),
+        )
+        answers = _by_index(reply.answers)
+    else:
+        route.long = True
+        answers = await answer_user_questions_with_retrieval(source, texts, options, judge)
     out = []
-    for q, a in zip(user, _by_index(reply.answers), strict=True):
+    for q, a in zip(user, answers, strict=True):
         answer = a.reference_answer.strip()
         out.append(
             QuestionEvidence(
@@ -326,8 +545,17 @@ async def answer_and_grade(
     return [next(by_question) if q.counted else q for q in questions]
 
 
-async def check_claims(source: str, summary: str, judge: CachedJudge) -> list[ClaimEvidence]:
-    """Extract the summary's atomic claims, then judge each against the full source."""
+async def check_claims(
+    source: str,
+    summary: str,
+    judge: CachedJudge,
+    options: ScoreOptions | None = None,
+    route: Route | None = None,
+) -> list[ClaimEvidence]:
+    """Extract the summary's atomic claims, then judge each against the full source, or, when
+    that prompt would exceed the context budget, against the passages retrieved for it."""
+    options = options if options is not None else ScoreOptions()
+    route = route if route is not None else Route()
 
     def check_extracted(reply: p.ExtractedClaims) -> None:
         if any(not c.strip() for c in reply.claims):
@@ -339,14 +567,20 @@ async def check_claims(source: str, summary: str, judge: CachedJudge) -> list[Cl
     claims = [c.strip() for c in extracted.claims]
     if not claims:
         return []
-    verdicts = await judge.generate(
-        p.verify_claims_prompt(source, claims),
-        p.ClaimVerdicts,
-        check=lambda r: _indexed(r.verdicts, len(claims), "verdict"),
-    )
+    prompt = p.verify_claims_prompt(source, claims)
+    if fits(prompt, options):
+        reply = await judge.generate(
+            prompt,
+            p.ClaimVerdicts,
+            check=lambda r: _indexed(r.verdicts, len(claims), "verdict"),
+        )
+        verdicts = _by_index(reply.verdicts)
+    else:
+        route.long = True
+        verdicts = await verify_with_retrieval(source, claims, options, judge)
     return [
         ClaimEvidence(claim=c, verdict=v.verdict, reason=v.reason.strip(), quote=v.quote.strip())
-        for c, v in zip(claims, _by_index(verdicts.verdicts), strict=True)
+        for c, v in zip(claims, verdicts, strict=True)
     ]
 
 
@@ -355,10 +589,13 @@ async def check_claims(source: str, summary: str, judge: CachedJudge) -> list[Cl
 # ---------------------------------------------------------------------------------------------
 
 
-def signature(judge: object, options: ScoreOptions) -> str:
+def signature(judge: object, options: ScoreOptions, *, long: bool = False) -> str:
     """``judge:<model>|n:<n>|beta:<b>|combine:<c>|prompts:<hash>|version:<v>`` (after sacrebleu).
 
     With user questions, ``n`` reads ``user<count>:<hash>`` so two question sets never share one.
+    ``long=True`` (a result whose source was chunked) adds ``|long:<hash>|budget:<tokens>`` after
+    the prompts hash: the long-source templates and the budget that shaped the parts. Results on
+    sources that fit carry neither, since the budget does not change them.
     """
     model = "none" if judge is None else getattr(judge, "model_id", type(judge).__name__)
     if options.questions is None:
@@ -371,7 +608,9 @@ def signature(judge: object, options: ScoreOptions) -> str:
     beta = f"{options.beta:g}"
     return (
         f"judge:{model}|n:{n}|beta:{beta}|combine:{options.combine}"
-        f"|prompts:{p.prompts_hash()}{options.dimension_settings.signature_part()}"
+        f"|prompts:{p.prompts_hash()}"
+        + (f"|long:{p.long_prompts_hash()}|budget:{options.context_budget}" if long else "")
+        + f"{options.dimension_settings.signature_part()}"
         f"|version:{__version__}"
     )
 
@@ -531,19 +770,23 @@ async def _evaluate(
         line = _dimension_line(dims)
         return result.model_copy(update={"reason": f"{result.reason} {line}".strip()})
 
+    route = Route()
+
     async def coverage_side() -> list[QuestionEvidence]:
-        questions = await reference_questions(source, options, judge)
+        questions = await reference_questions(source, options, judge, route)
         return await answer_and_grade(summary, questions, judge)
 
     results = await asyncio.gather(
         coverage_side(),
-        check_claims(source, summary, judge),
+        check_claims(source, summary, judge, options, route),
         dimensions_side,
         return_exceptions=True,
     )
     dims: DimensionEvidence = results.pop()  # type: ignore[assignment]  # never raises
     if isinstance(dims, BaseException):
         raise dims  # only cancellation gets here
+    if route.long:
+        sig = signature(judge, options, long=True)
     extra = _dimension_fields(dims)
     failures = [r for r in results if isinstance(r, BaseException)]
     if failures:
@@ -697,6 +940,7 @@ def score_summaries(
 
 
 __all__ = [
+    "DEFAULT_CONTEXT_BUDGET",
     "DEFAULT_N",
     "ScoreOptions",
     "UserQuestion",

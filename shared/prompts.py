@@ -246,6 +246,9 @@ Task = Literal[
     "answer_from_summary",
     "grade_answers",
     "review_style",
+    "generate_questions_part",
+    "verify_claims_excerpts",
+    "answer_user_questions_excerpts",
 ]
 
 PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
@@ -258,8 +261,78 @@ PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
     "review_style": (REVIEW_STYLE, StyleReview),
 }
 
+# Long sources (see shared/pipeline.py): used only when a full-source prompt would exceed the
+# context budget. They are hashed apart from PROMPTS (long_prompts_hash), and that hash enters
+# the signature of a result only when one of them was used, so short-source signatures and
+# cache entries are the same as before these templates existed.
+
+GENERATE_QUESTIONS_PART = """{task_line}
+You write the questions that measure whether a summary covers a long source text.
+
+{data_rule}
+
+The source is too long to read at once, so you see one part of it: part {part} of {parts}, in
+order. Write up to {n} open-ended questions about the most important points of this part: the
+facts, events, causes, outcomes and figures a faithful summary of the whole source must convey.
+Ask about different points; no yes/no questions; each question must be answerable from this part
+alone and must name who or what it is about, since it will be read without this part. For each
+question give a one-sentence reference answer taken from this part only, and an importance from
+1 (minor detail) to 5 (central point of the whole source, as far as this part shows). Write
+fewer than {n} questions if this part has fewer distinct points.
+
+{part_block}
+
+Reply with JSON: {{"questions": [{{"question": "...", "reference_answer": "...", "importance": 1-5}}]}}
+"""
+
+VERIFY_CLAIMS_EXCERPTS = """{task_line}
+You check claims from a summary against a long source text.
+
+{data_rule}
+
+The source is too long to show whole. Below are the passages of the source most relevant to the
+claims, found by search, in source order; "[…]" marks text left out between them. For each
+numbered claim, decide from these passages alone:
+- "supported": the passages state it or it follows directly from them;
+- "contradicted": the passages state something incompatible with it;
+- "not_in_source": the passages neither state nor imply it (including plausible extra detail).
+Give a one-sentence reason and quote the passage your verdict rests on (empty if none).
+Judge every claim; do not use outside knowledge.
+
+{excerpts_block}
+
+{claims_block}
+
+Reply with JSON, one entry per claim, in order:
+{{"verdicts": [{{"index": 1, "verdict": "supported|contradicted|not_in_source", "reason": "...", "quote": "..."}}]}}
+"""
+
+ANSWER_USER_QUESTIONS_EXCERPTS = """{task_line}
+You write reference answers for questions about a long source text.
+
+{data_rule}
+
+The source is too long to show whole. Below are the passages of the source most relevant to the
+questions, found by search, in source order; "[…]" marks text left out between them. For each
+numbered question, write a one-sentence answer taken from these passages only. If they do not
+answer it, write "not in source".
+
+{excerpts_block}
+
+{questions_block}
+
+Reply with JSON, one entry per question, in order:
+{{"answers": [{{"index": 1, "reference_answer": "..."}}]}}
+"""
+
+LONG_PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
+    "generate_questions_part": (GENERATE_QUESTIONS_PART, GeneratedQuestions),
+    "verify_claims_excerpts": (VERIFY_CLAIMS_EXCERPTS, ClaimVerdicts),
+    "answer_user_questions_excerpts": (ANSWER_USER_QUESTIONS_EXCERPTS, ReferenceAnswers),
+}
+
 SCHEMA_FOR_TASK: dict[str, type[BaseModel]] = {
-    task: schema for task, (_, schema) in PROMPTS.items()
+    task: schema for task, (_, schema) in (PROMPTS | LONG_PROMPTS).items()
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -302,7 +375,7 @@ def task_of(prompt: str) -> str | None:
 
 
 def render(task: str, **fields: str | int) -> str:
-    template, _ = PROMPTS[task]
+    template, _ = PROMPTS[task] if task in PROMPTS else LONG_PROMPTS[task]
     return template.format(task_line=TASK_LINE.format(task=task), data_rule=_DATA_RULE, **fields)
 
 
@@ -359,6 +432,54 @@ def review_style_prompt(sentences: Sequence[str]) -> str:
     return render("review_style", sentences_block=numbered_block("SENTENCES", sentences))
 
 
+def generate_questions_part_prompt(part: str, index: int, parts: int, n: int) -> str:
+    """Questions from part ``index`` (1-based) of ``parts`` of a long source."""
+    return render(
+        "generate_questions_part", n=n, part=index, parts=parts, part_block=block("PART", part)
+    )
+
+
+def excerpts_text(passages: Sequence[tuple[int, str]]) -> str:
+    """Passages ``(position, text)`` in source order, "[…]" wherever text was left out."""
+    lines: list[str] = []
+    previous = None
+    for position, text in sorted(passages):
+        gap = position > 0 if previous is None else position > previous + 1
+        if gap:
+            lines.append("[…]")
+        lines.append(" ".join(text.split()))
+        previous = position
+    return "\n".join(lines)
+
+
+def verify_claims_excerpts_prompt(
+    passages: Sequence[tuple[int, str]], claims: Sequence[str], last: int | None = None
+) -> str:
+    """Claims against retrieved passages; ``last`` = the source's last passage position, so a
+    trailing "[…]" shows that text follows."""
+    text = excerpts_text(passages)
+    if last is not None and passages and max(i for i, _ in passages) < last:
+        text += "\n[…]"
+    return render(
+        "verify_claims_excerpts",
+        excerpts_block=block("EXCERPTS", text),
+        claims_block=numbered_block("CLAIMS", claims),
+    )
+
+
+def answer_user_questions_excerpts_prompt(
+    passages: Sequence[tuple[int, str]], questions: Sequence[str], last: int | None = None
+) -> str:
+    text = excerpts_text(passages)
+    if last is not None and passages and max(i for i, _ in passages) < last:
+        text += "\n[…]"
+    return render(
+        "answer_user_questions_excerpts",
+        excerpts_block=block("EXCERPTS", text),
+        questions_block=numbered_block("QUESTIONS", questions),
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Hashes
 # ---------------------------------------------------------------------------------------------
@@ -388,3 +509,13 @@ def prompt_hashes() -> dict[str, str]:
 def prompts_hash() -> str:
     """One hash over every prompt and schema (8 hex digits), for the signature."""
     return _digest(*(f"{t}={h}" for t, h in sorted(prompt_hashes().items())))[:8]
+
+
+def long_prompts_hash() -> str:
+    """Hash of the long-source templates and schemas (8 hex digits); in a signature only when a
+    long-source template was used (``|long:<hash>``)."""
+    parts = [
+        f"{task}={_digest(_DATA_RULE, template, schema_fingerprint(schema))[:12]}"
+        for task, (template, schema) in sorted(LONG_PROMPTS.items())
+    ]
+    return _digest(*parts)[:8]

@@ -158,13 +158,55 @@ def default_answer(prompt: str, schema: type[T]) -> T:
     """A plausible, consistent answer to one of this project's prompts."""
     builder = _DEFAULTS.get(schema.__name__)
     if builder is None:
-        raise JudgeOutputError(f"FakeJudge has no default answer for schema {schema.__name__}")
+        return schema.model_validate(minimal_instance(schema.model_json_schema()))
     return schema.model_validate(builder(prompt))
 
 
+def minimal_instance(json_schema: dict[str, Any]) -> Any:
+    """The smallest value valid under ``json_schema`` (a pydantic ``model_json_schema()``): every
+    required field, empty lists, first enum members, numbers at their lower bound.
+
+    It lets the fake answer schemas it has no builder for (another framework's), so a run is
+    never blocked on a schema; counts and texts in such answers carry no meaning.
+    """
+    definitions = json_schema.get("$defs", {})
+
+    def build(node: dict[str, Any]) -> Any:
+        if "$ref" in node:
+            return build(definitions[node["$ref"].rsplit("/", 1)[-1]])
+        if "const" in node:
+            return node["const"]
+        if node.get("enum"):
+            return node["enum"][0]
+        for key in ("anyOf", "oneOf", "allOf"):
+            if node.get(key):
+                options = [o for o in node[key] if o.get("type") != "null"] or node[key]
+                return build(options[0])
+        if "default" in node:
+            return node["default"]
+        kind = node.get("type", "object")
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), "null")
+        if kind == "object":
+            props = node.get("properties", {})
+            return {name: build(props[name]) for name in node.get("required", [])}
+        if kind == "array":
+            return [build(node.get("items", {})) for _ in range(node.get("minItems", 0))]
+        if kind == "string":
+            return "x" * node.get("minLength", 1)
+        if kind in ("integer", "number"):
+            low = node.get("minimum", node.get("exclusiveMinimum", 0))
+            return int(low) + (1 if "exclusiveMinimum" in node else 0) if kind == "integer" else low
+        if kind == "boolean":
+            return False
+        return None
+
+    return build(json_schema)
+
+
 def _generate_questions(prompt: str) -> dict:
-    source = p.read_block(prompt, "SOURCE") or ""
-    match = re.search(r"write (\d+) open-ended questions", prompt)
+    source = p.read_block(prompt, "SOURCE") or p.read_block(prompt, "PART") or ""
+    match = re.search(r"write (?:up to )?(\d+) open-ended questions", prompt, re.IGNORECASE)
     n = int(match.group(1)) if match else 5
     questions = []
     for i, sentence in enumerate(sentences(source)[:n]):
@@ -180,8 +222,18 @@ def _generate_questions(prompt: str) -> dict:
     return {"questions": questions}
 
 
+def _source_text(prompt: str) -> str:
+    """The full source, or the retrieved excerpts of a long one (gap markers dropped)."""
+    text = p.read_block(prompt, "SOURCE")
+    if text is None:
+        text = "\n".join(
+            line for line in (p.read_block(prompt, "EXCERPTS") or "").splitlines() if line != "[…]"
+        )
+    return text
+
+
 def _answer_user_questions(prompt: str) -> dict:
-    source_sentences = sentences(p.read_block(prompt, "SOURCE") or "")
+    source_sentences = sentences(_source_text(prompt))
     answers = []
     for i, question in enumerate(p.read_numbered_block(prompt, "QUESTIONS"), start=1):
         best, hits = _best_sentence(content_words(question), source_sentences)
@@ -195,7 +247,7 @@ def _extract_claims(prompt: str) -> dict:
 
 
 def _verify_claims(prompt: str) -> dict:
-    source = p.read_block(prompt, "SOURCE") or ""
+    source = _source_text(prompt)
     source_words = set(content_words(source))
     source_sentences = sentences(source)
     source_numbers = set(re.findall(r"\d+(?:\.\d+)?", source))
