@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..prompts import StyleReview
-from .coherence import score_coherence
+from .coherence import FORMULAS, score_coherence
 from .conciseness import score_conciseness
 from .density import DEFAULT_TARGET, DEFAULT_TOLERANCE, score_density
 from .embedding import default_embedder, embedder_id, unit_rows
@@ -65,9 +65,17 @@ class DimensionSettings:
     embedder: Any = field(default=None, compare=False)
     density_target: float = DEFAULT_TARGET
     density_tolerance: float = DEFAULT_TOLERANCE
+    coherence_formula: str = FORMULAS[0]
+    """``"entity_grid"`` (default: counted jumps, repeats, fragments) or ``"article"`` (mean
+    cosine of sentences i and i+2, the article's formula). Both values are in the evidence."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dimensions", normalise_dimensions(self.dimensions))
+        if self.coherence_formula not in FORMULAS:
+            raise ValueError(
+                f"coherence_formula must be one of {', '.join(map(repr, FORMULAS))}, "
+                f"got {self.coherence_formula!r}"
+            )
         if not isinstance(self.spacy_model, str) or not self.spacy_model.strip():
             raise TypeError(f"spacy_model must be a pipeline name, got {self.spacy_model!r}")
         for name in ("density_target", "density_tolerance"):
@@ -98,7 +106,8 @@ class DimensionSettings:
             load_pipeline(self.spacy_model)
 
     def signature_part(self) -> str:
-        """``|dens:<target>/<tol>|spacy:<pipeline>-<version>|emb:<model>`` for what is used."""
+        """``|dens:<target>/<tol>|spacy:<pipeline>-<version>|emb:<model>|coh:<formula>`` for
+        what is used."""
         parts = []
         if "density" in self.dimensions:
             parts.append(f"dens:{self.density_target:g}/{self.density_tolerance:g}")
@@ -106,6 +115,8 @@ class DimensionSettings:
             parts.append(f"spacy:{pipeline_id(self.spacy_model)}")
         if self.needs_embeddings:
             parts.append(f"emb:{embedder_id(self.resolved_embedder())}")
+        if "coherence" in self.dimensions:
+            parts.append(f"coh:{self.coherence_formula}")
         return "".join(f"|{part}" for part in parts)
 
 
@@ -240,12 +251,18 @@ def build_evidence(
     embed_problem = problem or analysis.embed_error
     unit = analysis.unit
     if "coherence" in wanted:
-        if embed_problem or unit is None:
+        if text is None or problem:
             out["coherence"] = CoherenceEvidence(
-                sentence_count=len(sentences), reason=f"not computed: {embed_problem}"
+                formula=settings.coherence_formula, reason=f"not computed: {problem}"
             )
         else:
-            out["coherence"] = score_coherence(sentences, unit)
+            # the default formula needs only the parse; an embedder failure leaves it defined
+            out["coherence"] = score_coherence(
+                text,
+                None if analysis.embed_error or unit is None else unit,
+                settings.coherence_formula,
+                analysis.embed_error,
+            )
     if "non_redundancy" in wanted:
         if embed_problem or unit is None or text is None:
             out["non_redundancy"] = NonRedundancyEvidence(

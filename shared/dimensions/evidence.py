@@ -80,8 +80,39 @@ class NonRedundancyEvidence(DimensionResult):
     judge_redundancy: float | None = None
 
 
+class EntityJump(BaseModel):
+    """Adjacent sentences that share no entity or argument noun (a NOCB transition)."""
+
+    first: int = Field(description="1-based number of the earlier sentence.")
+    second: int = Field(description="1-based number of the later sentence (first + 1).")
+    similarity: float | None = Field(
+        default=None, description="Cosine of the two sentence embeddings (shown, not scored)."
+    )
+
+
 class CoherenceEvidence(DimensionResult):
+    """Both coherence formulas' inputs, whichever one made ``score``.
+
+    ``formula`` says which: ``"entity_grid"`` (default: ``0.5 ** (penalty / 2)`` with
+    ``penalty = jumps + (repeated bigrams + fragments) / 2``) or ``"article"`` (mean cosine of
+    sentences i and i+2). ``article_score`` is the article's value either way, for parity.
+    """
+
+    formula: str = "entity_grid"
     sentence_count: int = 0
+    penalty: float | None = None
+    jumps: list[EntityJump] = Field(default_factory=list)
+    repeated_bigrams: list[str] = Field(
+        default_factory=list, description="Content word bigrams said more than once."
+    )
+    repeated_bigram_count: int = 0
+    fragments: list[int] = Field(
+        default_factory=list, description="1-based numbers of sentences without a subject."
+    )
+    truncated: bool | None = Field(
+        default=None, description="The text ends without terminal punctuation (not scored)."
+    )
+    article_score: float | None = None
     gap: int | None = Field(default=None, description="2 (sentences i, i+2) or 1 (two sentences).")
     similarities: list[float] = Field(default_factory=list)
 

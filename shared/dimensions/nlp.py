@@ -1,10 +1,13 @@
 """spaCy and NLTK for the dimensions: one lazily loaded pipeline per name, batched analysis.
 
-spaCy splits sentences (parser) and finds entities (NER); NLTK's Treebank-style word tokenizer
-counts tokens for entity density, as in the Chain-of-Density paper. ``nltk.word_tokenize`` needs
-the ``punkt_tab`` download, so sentences come from spaCy and each is tokenized with
-``NLTKWordTokenizer`` (no data files needed), which is what ``word_tokenize`` does after its own
-sentence split.
+spaCy splits sentences and labels dependencies (parser) and finds entities (NER); NLTK's
+Treebank-style word tokenizer counts tokens for entity density, as in the Chain-of-Density
+paper. ``nltk.word_tokenize`` needs the ``punkt_tab`` download, so sentences come from spaCy and
+each is tokenized with ``NLTKWordTokenizer`` (no data files needed), which is what
+``word_tokenize`` does after its own sentence split.
+
+The dependency labels also give coherence its entity grid (which nominal words each sentence
+mentions) and its fragment check (sentences without a subject), with no extra pipeline component.
 """
 
 from __future__ import annotations
@@ -34,6 +37,37 @@ UNUSED_COMPONENTS = ("tagger", "attribute_ruler", "lemmatizer")
 their output, so excluding them changes no sentence boundary or entity and saves time."""
 
 _WORDLIKE = re.compile(r"\w")
+
+SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass", "csubj", "csubjpass", "expl"})
+"""A sentence with none of these has no subject: a fragment ("the 83rd minute for tottenham .")."""
+
+GRID_DEPS = frozenset(
+    {
+        "nsubj",
+        "nsubjpass",
+        "csubj",
+        "dobj",
+        "pobj",
+        "dative",
+        "attr",
+        "oprd",
+        "appos",
+        "compound",
+        "conj",
+        "poss",
+        "nmod",
+        "npadvmod",
+    }
+)
+"""Nominal roles of the entity grid (Barzilay & Lapata 2008 track noun-phrase heads as subject,
+object or other). The tagger is excluded to save time, so a word counts as a nominal mention by
+its dependency role (or by being inside a named entity), not by its part of speech."""
+
+_PLURAL = re.compile(r"(?<=[a-z]{3})s$")
+_TERMINAL = re.compile(
+    r"[.!?\u2026\u3002\uff01\uff1f](?:[\s'\"`\u2019\u201d)\]]|-rrb-)*$", re.IGNORECASE
+)
+"""Terminal punctuation, then any closing quotes or brackets (SummEval writes ")" as -rrb-)."""
 
 
 class MissingSpacyModelError(RuntimeError):
@@ -104,11 +138,32 @@ class TextAnalysis:
     word_token_count: int = 0
     words: tuple[str, ...] = ()
     stop: tuple[bool, ...] = ()
+    grid: tuple[frozenset[str], ...] = ()
+    """Per sentence: its entity-grid keys (lower-cased, plural ``s`` dropped, stop words out)."""
+    has_subject: tuple[bool, ...] = ()
+    """Per sentence: whether any token has a subject dependency."""
+    truncated: bool | None = None
+    """The text ends without terminal punctuation (cut mid-sentence?); None without sentences."""
     error: str | None = None
+
+
+def grid_key(token: Any) -> str | None:
+    """The entity-grid key of a token, or None when it is no nominal mention.
+
+    Lower-cased with a final plural ``s`` dropped (a lemmatizer would need the tagger, which is
+    excluded for speed), so "goal" and "goals" are one entity.
+    """
+    if token.is_stop or not (token.is_alpha or token.like_num):
+        return None
+    if token.dep_ in GRID_DEPS or token.ent_type_:
+        return _PLURAL.sub("", token.lower_)
+    return None
 
 
 def _analyse_doc(doc: Any) -> TextAnalysis:
     sentences: list[str] = []
+    grid: list[frozenset[str]] = []
+    has_subject: list[bool] = []
     token_count = 0
     word_token_count = 0
     for sent in doc.sents:
@@ -116,6 +171,8 @@ def _analyse_doc(doc: Any) -> TextAnalysis:
         if not _WORDLIKE.search(text):
             continue
         sentences.append(text)
+        grid.append(frozenset(k for k in map(grid_key, sent) if k is not None))
+        has_subject.append(any(t.dep_ in SUBJECT_DEPS for t in sent))
         tokens = word_tokenize(text)
         token_count += len(tokens)
         word_token_count += sum(bool(_WORDLIKE.search(t)) for t in tokens)
@@ -131,6 +188,9 @@ def _analyse_doc(doc: Any) -> TextAnalysis:
         word_token_count=word_token_count,
         words=tuple(words),
         stop=tuple(stop),
+        grid=tuple(grid),
+        has_subject=tuple(has_subject),
+        truncated=not _TERMINAL.search(doc.text.rstrip()) if sentences else None,
     )
 
 
