@@ -12,6 +12,11 @@ runs in a worker thread while the first judge calls are in flight. The determini
 (spaCy, NLTK, embeddings: :mod:`shared.dimensions`) need no judge; with ``judge=None`` they are
 the only thing computed and the result is unscored with ``error`` starting "no judge".
 
+A source whose prompts would exceed ``context_budget`` (estimated tokens) is chunked without
+adding a round: round 1 asks every part of it for questions in parallel, round 2 checks claims
+against BM25-retrieved passages (:mod:`shared.chunking`, :mod:`shared.retrieval`). Sources that
+fit are scored exactly as without a budget.
+
 Question generation depends only on the source and the options, so concurrent summaries of one
 source share one call (the cached judge de-duplicates identical in-flight requests) and later
 summaries hit the cache.
