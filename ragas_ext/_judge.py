@@ -158,7 +158,10 @@ class RowMemo:
     Holds the in-flight task per event loop (so concurrent metrics of one row await the same
     work) and the last ``size`` finished results (so a metric that starts after its siblings
     finished does not redo it). Finished results are kept only when caching is on, matching the
-    core's ``cache=False`` meaning: share in-flight work, keep nothing.
+    core's ``cache=False`` meaning: share in-flight work, keep nothing. An unscored result is
+    never kept: the judge may have failed for a passing reason (a rate limit, a timeout, one bad
+    reply too many), and the core itself caches only validated answers, so a later metric or
+    ``evaluate()`` call asks again instead of replaying the failure.
     """
 
     def __init__(self, size: int = 512) -> None:
@@ -184,13 +187,18 @@ class RowMemo:
             inflight[key] = task
             task.add_done_callback(lambda _t: inflight.pop(key, None))
         result = await asyncio.shield(task)
-        if keep:
+        if keep and worth_keeping(result):
             with self._lock:
                 self._done[key] = result
                 self._done.move_to_end(key)
                 while len(self._done) > self.size:
                     self._done.popitem(last=False)
         return result
+
+
+def worth_keeping(result: Any) -> bool:
+    """Whether a finished row result may be replayed: only a scored one (see :class:`RowMemo`)."""
+    return bool(getattr(result, "scored", False))
 
 
 class RagasEmbedder:

@@ -383,3 +383,25 @@ def test_every_sub_score_with_ragas_embeddings_in_one_evaluate(seed: tuple[str, 
     for text in (summary, longer):
         score_summary([source], text, judge=fake, embedder=RagasEmbedder(embeddings))
     assert url.judge.calls == fake.calls
+
+
+def test_a_row_that_failed_once_is_asked_again_not_replayed(seed: tuple[str, str]) -> None:
+    """A transient judge failure must not stick: the per-row memo keeps scored results only."""
+    source, summary = seed
+    # three bad replies use up one row's attempts (retries=2); the judge is healthy afterwards
+    fake = FakeJudge({"ExtractedClaims": ['{"claims": ['] * 3})
+    ds = dataset(([source], summary))
+    with stub_server(fake) as url:
+        llm = text_llm(url)
+        metric = SummaryQuality(dimensions=[])
+        first = run(ds, [metric], llm)
+        failed_requests = url.count
+        again = run(ds, [metric], llm)
+        retried_requests = url.count - failed_requests
+        fresh_metric = run(ds, [SummaryQuality(dimensions=[])], llm)
+    want = expected(source, summary, dimensions=[])
+    assert math.isnan(first.loc[0, "summary_quality"])
+    assert again.loc[0, "summary_quality"] == pytest.approx(want.score)
+    assert retried_requests > 0  # the judge was asked again, not the failure replayed
+    assert fresh_metric.loc[0, "summary_quality"] == pytest.approx(want.score)
+    assert judge_for(llm).rows.computed == 2  # the scored row is kept and shared from then on
