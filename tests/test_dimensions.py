@@ -99,7 +99,8 @@ def test_conciseness_matches_ragas_formula() -> None:
     assert result.dimension_evidence.conciseness.summary_chars == len(GOOD)
 
 
-def test_coherence_is_mean_similarity_of_sentences_two_apart() -> None:
+def test_article_coherence_is_mean_similarity_of_sentences_two_apart() -> None:
+    """The article's formula stays in the evidence (``article_score``) beside the default."""
     sentences = [
         "The storm reached the coast on Friday.",
         "Thousands of homes lost power.",
@@ -111,16 +112,21 @@ def test_coherence_is_mean_similarity_of_sentences_two_apart() -> None:
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     expected = [float(vectors[0] @ vectors[2]), float(vectors[1] @ vectors[3])]
     ev = result.dimension_evidence.coherence
+    assert ev.formula == "entity_grid"
     assert ev.gap == 2 and ev.sentence_count == 4
     assert ev.similarities == pytest.approx(expected, abs=1e-3)
-    assert result.coherence == pytest.approx(np.mean(expected), abs=1e-4)
+    assert ev.article_score == pytest.approx(np.mean(expected), abs=1e-4)
+    assert f"article formula {ev.article_score:.3f}" in ev.reason
 
     two = score_summary(SOURCE, " ".join(sentences[:2]), judge=None, dimensions=["coherence"])
     assert two.dimension_evidence.coherence.gap == 1
-    assert two.coherence == pytest.approx(float(vectors[0] @ vectors[1]), abs=1e-3)
+    assert two.dimension_evidence.coherence.article_score == pytest.approx(
+        float(vectors[0] @ vectors[1]), abs=1e-3
+    )
 
     one = score_summary(SOURCE, sentences[0], judge=None, dimensions=["coherence"])
-    assert one.coherence is None
+    assert one.coherence is not None  # the default formula is defined for one sentence
+    assert one.dimension_evidence.coherence.article_score is None
     assert "one sentence" in one.dimension_evidence.coherence.reason
 
 
@@ -293,12 +299,18 @@ def test_custom_and_broken_embedders() -> None:
     _check_values(result)
 
     broken = score_summary(SOURCE, GOOD, judge=None, embedder=BrokenEmbedder())
-    assert broken.coherence is None and broken.non_redundancy is None
+    assert broken.non_redundancy is None
+    assert "embedding service down" in broken.dimension_evidence.non_redundancy.reason
+    # the default coherence needs only the parse; the article's value says why it is missing
+    clean = score_summary(SOURCE, GOOD, judge=None)
+    assert broken.coherence == clean.coherence is not None
+    assert broken.dimension_evidence.coherence.article_score is None
     assert "embedding service down" in broken.dimension_evidence.coherence.reason
     assert broken.density is not None and broken.conciseness is not None
 
     nan = score_summary(SOURCE, GOOD, judge=None, embedder=BrokenEmbedder([[math.nan] * 3] * 3))
     assert "non-finite" in nan.dimension_evidence.coherence.reason
+    assert "non-finite" in nan.dimension_evidence.non_redundancy.reason
     short = score_summary(SOURCE, GOOD, judge=None, embedder=BrokenEmbedder([[1.0, 0.0]]))
     assert "shape" in short.dimension_evidence.non_redundancy.reason
 
@@ -352,14 +364,14 @@ def test_batch_embeds_all_sentences_in_one_call() -> None:
 @pytest.mark.parametrize(
     ("summary", "none_expected"),
     [
-        ("Hello", {"coherence"}),
-        ("The weather was nice and everyone was happy about it.", {"coherence"}),
+        ("Hello", set()),
+        ("The weather was nice and everyone was happy about it.", set()),
         ("!!! ... ??? ;;", {"density", "specificity", "non_redundancy", "coherence"}),
         (
             "Der Bundestag hat am Montag ein neues Gesetz beschlossen. Es tritt 2026 in Kraft.",
             set(),
         ),
-        ("这是一个测试。今天天气很好。", {"coherence"}),
+        ("这是一个测试。今天天气很好。", set()),
         (" ".join(["The plant closed in March and 300 workers lost their jobs."] * 150), set()),
     ],
     ids=["one-word", "no-entities", "punctuation", "german", "chinese", "very-long"],
