@@ -291,25 +291,29 @@ class CachedJudge(_Wrapper):
                 self.hits += 1
                 return result
         inflight = self._inflight.setdefault(asyncio.get_running_loop(), {})
-        pending = inflight.get(key)
-        if pending is not None:
+        task = inflight.get(key)
+        if task is not None:
             self.hits += 1
-            return schema.model_validate(await asyncio.shield(pending))
-        self.misses += 1
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        inflight[key] = future
-        try:
-            result = await self._call_inner(prompt, schema, check)
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # mark retrieved: waiters re-raise it, nobody else must
-            raise
         else:
-            self.store.put(key, result.model_dump_json())
-            future.set_result(result)
-            return result
-        finally:
-            inflight.pop(key, None)
+            self.misses += 1
+            task = asyncio.ensure_future(self._fetch(key, prompt, schema, check))
+            inflight[key] = task
+            task.add_done_callback(lambda done: _forget(inflight, key, done))
+        # shield: a caller that is cancelled (a timeout, a dropped request) leaves the shared
+        # call running for everyone else waiting on it
+        return schema.model_validate(await asyncio.shield(task))
+
+    async def _fetch(self, key: str, prompt: str, schema: type[T], check: Check | None) -> T:
+        result = await self._call_inner(prompt, schema, check)
+        self.store.put(key, result.model_dump_json())
+        return result
+
+
+def _forget(inflight: dict[str, asyncio.Future[Any]], key: str, done: asyncio.Future[Any]) -> None:
+    if inflight.get(key) is done:
+        del inflight[key]
+    if not done.cancelled():
+        done.exception()  # retrieved here: each waiter re-raises it, nobody else must
 
 
 def robust_judge(

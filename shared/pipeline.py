@@ -25,12 +25,10 @@ summaries hit the cache.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import hashlib
 import math
 import threading
-import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,8 +148,13 @@ class ScoreOptions:
         )
         if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n < 1:
             raise ValueError(f"n must be a positive integer, got {self.n!r}")
-        if not (isinstance(self.beta, int | float) and self.beta > 0):
-            raise ValueError(f"beta must be a positive number, got {self.beta!r}")
+        if not (
+            isinstance(self.beta, int | float)
+            and not isinstance(self.beta, bool)
+            and math.isfinite(self.beta)
+            and self.beta > 0
+        ):
+            raise ValueError(f"beta must be a positive finite number, got {self.beta!r}")
         if (
             not isinstance(self.context_budget, int)
             or isinstance(self.context_budget, bool)
@@ -236,7 +239,8 @@ def check_summary(summary: object) -> str:
 # Judge wrapping, shared across calls with the same user judge
 # ---------------------------------------------------------------------------------------------
 
-_stacks: dict[tuple[int, int, str, int], CachedJudge] = {}
+_STACKS_ATTR = "_summary_eval_stacks"
+_fallback_stacks: dict[tuple[int, int, str, int], CachedJudge] = {}
 _stacks_lock = threading.Lock()
 
 
@@ -255,17 +259,30 @@ def prepare_judge(judge: Judge | None, options: ScoreOptions) -> CachedJudge | N
         raise TypeError(f"judge must have an async generate(prompt, schema); got {judge!r}")
     cache = options.cache
     cache_id = str(cache) if isinstance(cache, bool | str | Path) else f"store:{id(cache)}"
-    key = (id(judge), options.retries, cache_id, options.concurrency)
+    key = (options.retries, cache_id, options.concurrency)
     with _stacks_lock:
-        stack = _stacks.get(key)
-        if stack is None or base_judge(stack) is not judge:  # an id reused after a judge died
-            stack = robust_judge(
+        # The wrappers live on the judge object itself, so they (and their cached answers) are
+        # freed with it. A judge that refuses attributes falls back to a process-wide registry.
+        stacks = getattr(judge, _STACKS_ATTR, None)
+        if not isinstance(stacks, dict):
+            stacks = {}
+            try:
+                setattr(judge, _STACKS_ATTR, stacks)
+            except (AttributeError, TypeError):
+                stacks = None
+        if stacks is None:
+            fallback_key = (id(judge), *key)
+            stack = _fallback_stacks.get(fallback_key)
+            if stack is None or base_judge(stack) is not judge:  # an id reused after a judge died
+                stack = _fallback_stacks[fallback_key] = robust_judge(
+                    judge, retries=options.retries, cache=cache, concurrency=options.concurrency
+                )
+            return stack
+        stack = stacks.get(key)
+        if stack is None:
+            stack = stacks[key] = robust_judge(
                 judge, retries=options.retries, cache=cache, concurrency=options.concurrency
             )
-            _stacks[key] = stack
-            # a judge that is not weak-referenceable keeps its entry for the process's life
-            with contextlib.suppress(TypeError):
-                weakref.finalize(judge, _stacks.pop, key, None)
     return stack
 
 

@@ -116,3 +116,20 @@ def test_check_failures_are_retried_then_reported() -> None:
         asyncio.run(judge.generate(claims_prompt(), p.ExtractedClaims, check=never_ok))
     assert fake.total_calls == 3
     assert "needs exactly 7 claims" in fake.prompts[-1][1]
+
+
+def test_cancelling_one_waiter_leaves_the_shared_call_to_the_others() -> None:
+    fake = FakeJudge(latency=0.1)
+    judge = robust_judge(fake)
+
+    async def main() -> list[str]:
+        first = asyncio.ensure_future(judge.generate(claims_prompt(), p.ExtractedClaims))
+        second = asyncio.ensure_future(judge.generate(claims_prompt(), p.ExtractedClaims))
+        await asyncio.sleep(0.02)  # both are waiting on the one in-flight call
+        first.cancel()  # e.g. a per-case timeout in the caller
+        reply = await second
+        assert first.cancelled()
+        return reply.claims
+
+    assert asyncio.run(main()) == ["The app logs meals."]
+    assert fake.total_calls == 1

@@ -360,3 +360,44 @@ def test_async_batch_keeps_input_order(seed: tuple[str, str]) -> None:
     assert results[1].score == 0.0 and "empty" in results[1].reason
     assert results[0].claims[0].claim == "The app logs meals."
     assert results[2].claims[0].claim == "The app sends motivational reminders."
+
+
+@pytest.mark.parametrize("beta", [float("inf"), float("nan"), 0, -1, True])
+def test_bad_beta_is_rejected_before_any_call(seed: tuple[str, str], beta: float) -> None:
+    judge = FakeJudge()
+    with pytest.raises(ValueError, match="beta"):
+        score_summary(*seed, judge=judge, beta=beta)
+    with pytest.raises(ValueError, match="beta"):
+        score_summaries([seed], judge=judge, beta=beta)
+    assert judge.total_calls == 0
+
+
+def test_a_dropped_judge_and_its_cache_are_freed(seed: tuple[str, str]) -> None:
+    import gc
+    import weakref
+
+    refs = []
+    for _ in range(3):
+        judge = FakeJudge()
+        score_summary(*seed, judge=judge, dimensions=[])
+        refs.append(weakref.ref(judge))
+    del judge
+    gc.collect()
+    assert [r() for r in refs] == [None, None, None]
+
+
+def test_a_judge_without_attributes_still_shares_its_wrapper(seed: tuple[str, str]) -> None:
+    class SlotJudge:
+        __slots__ = ("inner", "model_id")
+
+        def __init__(self) -> None:
+            self.inner = FakeJudge()
+            self.model_id = "slots"
+
+        async def generate(self, prompt: str, schema: type) -> object:
+            return await self.inner.generate(prompt, schema)
+
+    judge = SlotJudge()
+    score_summary(seed[0], "The app logs meals.", judge=judge, dimensions=[])
+    score_summary(seed[0], "The app tracks water.", judge=judge, dimensions=[])
+    assert judge.inner.calls["GeneratedQuestions"] == 1  # the second call hit the shared cache
