@@ -275,8 +275,13 @@ def summary_metrics(
 ) -> list[SummaryQuality | SummarySubScore]:
     """Metrics with identical options for ``evaluate(metrics=...)``: ``summary_quality`` plus one
     per named sub-score (when none is named: alignment, coverage and every requested dimension)."""
-    dimensions = options.get("dimensions") or DIMENSIONS
-    names = sub_scores or ("score", "alignment", "coverage", *dimensions)
+    dimensions = options.get("dimensions")
+    if dimensions is not None and not isinstance(dimensions, str):
+        # read once here and again by each metric: a generator would be empty the second time
+        dimensions = options["dimensions"] = tuple(dimensions)
+    # None = the core's default (all); [] = none, not "all"
+    wanted = DIMENSIONS if dimensions is None else dimensions
+    names = sub_scores or ("score", "alignment", "coverage", *wanted)
     metrics: list[SummaryQuality | SummarySubScore] = []
     for name in names:
         if name == "score":

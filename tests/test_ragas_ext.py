@@ -200,6 +200,17 @@ def test_metric_options_are_checked_at_construction() -> None:
             SummarySubScore(sub_score="coherence", dimensions=["density"])
 
 
+def test_summary_metrics_takes_an_empty_dimensions_list_as_none() -> None:
+    names = [m.name for m in summary_metrics(dimensions=[])]
+    assert names == ["summary_quality", "summary_alignment", "summary_coverage"]
+    picked = summary_metrics(dimensions=(d for d in ["density", "coherence"]))  # read once
+    assert [m.name for m in picked][3:] == ["summary_density", "summary_coherence"]
+    assert all(m.dimensions == ("density", "coherence") for m in picked)
+    assert len(summary_metrics()) == len(ragas_ext.SUB_SCORES)  # None: every dimension
+    with pytest.raises(TypeError, match="list of names"):
+        summary_metrics(dimensions="density")
+
+
 # ---------------------------------------------------------------------------------------------
 # Legacy text-only LLMs
 # ---------------------------------------------------------------------------------------------
