@@ -9,9 +9,11 @@ wrapper retries with the error fed back.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
+import weakref
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -59,6 +61,7 @@ class OpenAIJudge:
             raise ValueError(f"structured must be auto, json_schema or json_object: {structured!r}")
         self.structured = structured
         self._use_schema = structured != "json_object"
+        self._own_clients = client is None
         if client is None:
             base_url = base_url or os.environ.get("OPENAI_BASE_URL")
             api_key = api_key or os.environ.get("OPENAI_API_KEY")
@@ -69,11 +72,31 @@ class OpenAIJudge:
                         "OPENAI_BASE_URL at a local OpenAI-compatible server)"
                     )
                 api_key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) ignore it
-            client = AsyncOpenAI(
-                base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
-            )
+            self._client_args = {
+                "base_url": base_url,
+                "api_key": api_key,
+                "timeout": timeout,
+                "max_retries": max_retries,
+            }
+            client = AsyncOpenAI(**self._client_args)
         self.client = client
+        self.base_url = str(client.base_url)
+        # An AsyncOpenAI client's kept-alive connections belong to the event loop that opened
+        # them; each sync call (asyncio.run) has a new loop, so a client is made per loop.
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]
+        self._clients = weakref.WeakKeyDictionary()
         self.usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+
+    def _client(self) -> Any:
+        if not self._own_clients:
+            return self.client  # the caller's client: the caller owns its loop
+        from openai import AsyncOpenAI
+
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = AsyncOpenAI(**self._client_args)
+        return client
 
     @property
     def model_id(self) -> str:
@@ -82,7 +105,12 @@ class OpenAIJudge:
     @property
     def settings(self) -> dict[str, Any]:
         """What changes the output (cache keys, signature); not timeouts or retry counts."""
-        return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
+        return {
+            "base_url": self.base_url,  # two servers may serve different weights under one name
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+        }
 
     async def generate(self, prompt: str, schema: type[T]) -> T:
         content = await self._complete(prompt, schema)
@@ -130,7 +158,7 @@ class OpenAIJudge:
             kwargs["seed"] = self.seed
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
-        response = await self.client.chat.completions.create(**kwargs)
+        response = await self._client().chat.completions.create(**kwargs)
         self.usage["calls"] += 1
         if response.usage is not None:
             self.usage["prompt_tokens"] += response.usage.prompt_tokens or 0

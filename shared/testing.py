@@ -381,6 +381,8 @@ def stub_server(
     failures = {"left": fail_first}
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
+
         def log_message(self, *args: Any) -> None:
             pass
 

@@ -83,7 +83,12 @@ def test_settings_come_from_arguments_or_environment(monkeypatch: pytest.MonkeyP
     assert judge.model_id == "env-model"
     assert str(judge.client.base_url).startswith("http://127.0.0.1:9/v1")
     assert judge.client.api_key == "env-key"
-    assert judge.settings == {"temperature": 0.0, "seed": None, "max_tokens": None}
+    assert judge.settings == {
+        "base_url": "http://127.0.0.1:9/v1/",
+        "temperature": 0.0,
+        "seed": None,
+        "max_tokens": None,
+    }
     assert OpenAIJudge("arg-model", temperature=0.3).model_id == "arg-model"
 
 
@@ -92,3 +97,16 @@ def test_missing_key_and_no_server_is_a_clear_error(monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(ValueError, match="OPENAI_API_KEY"):
         OpenAIJudge("some-model")
+
+
+def test_one_judge_serves_several_sync_calls_over_keep_alive(seed: tuple[str, str]) -> None:
+    # Each score_summary runs its own event loop; connections kept alive by the server must not
+    # leak from one loop into the next (no retries allowed, so a dead connection would show).
+    with stub_server() as url:
+        judge = OpenAIJudge("stub-model", base_url=url, api_key="test", max_retries=0)
+        first = score_summary(seed[0], "The app logs meals.", judge=judge, dimensions=[])
+        second = score_summary(seed[0], "The app tracks water intake.", judge=judge, dimensions=[])
+    assert first.scored, first.error
+    assert second.scored, second.error
+    # 5 calls for the first, 4 for the second (its questions come from the cache)
+    assert url.count == 9
