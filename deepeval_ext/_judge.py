@@ -14,7 +14,6 @@ import contextvars
 import inspect
 import re
 import threading
-import weakref
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -147,21 +146,48 @@ class DeepEvalJudge:
         return normalise_output(result, schema, self.model_id)
 
 
-_judges: weakref.WeakKeyDictionary[DeepEvalBaseLLM, dict[bool, DeepEvalJudge]]
-_judges = weakref.WeakKeyDictionary()
-_judges_lock = threading.Lock()
+_SLOT = "_summary_eval_deepeval"
+_attach_lock = threading.Lock()
+
+
+class _Adapters:
+    """The adapters made for one model object, stored in that object's ``__dict__``.
+
+    Kept on the model rather than in a module registry: an adapter references its model, so a
+    registry entry (a WeakKeyDictionary whose value refers to its own key never lets go) would
+    keep both alive for the process's life. On the model, the pair is a plain reference cycle
+    that the garbage collector frees once the user drops the model. Deep copies and pickles of
+    the model start with no adapters, since an adapter belongs to one object.
+    """
+
+    __slots__ = ("adapters", "owner")
+
+    def __init__(self, owner: object) -> None:
+        self.owner = owner
+        self.adapters: dict[bool, DeepEvalJudge] = {}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> None:
+        return None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(None), ())
 
 
 def judge_for(model: DeepEvalBaseLLM, *, use_async: bool = True) -> DeepEvalJudge:
     """One adapter per (model object, mode), so every metric built on the same model, including
     the per-test-case copies ``deepeval.evaluate()`` makes, shares one cache and one
-    de-duplication of source-only calls."""
-    with _judges_lock:
+    de-duplication of source-only calls. It is kept on the model object and freed with it; a
+    model that takes no attributes (``__slots__``) gets a new adapter per call: same scores, no
+    sharing."""
+    with _attach_lock:
         try:
-            per_mode = _judges.setdefault(model, {})
-        except TypeError:  # not weak-referenceable: no sharing, still correct
+            store = vars(model)
+        except TypeError:
             return DeepEvalJudge(model, use_async=use_async)
-        judge = per_mode.get(use_async)
+        slot = store.get(_SLOT)
+        if not isinstance(slot, _Adapters) or slot.owner is not model:  # absent, or a copy's
+            slot = store[_SLOT] = _Adapters(model)
+        judge = slot.adapters.get(use_async)
         if judge is None:
-            judge = per_mode[use_async] = DeepEvalJudge(model, use_async=use_async)
+            judge = slot.adapters[use_async] = DeepEvalJudge(model, use_async=use_async)
         return judge

@@ -13,12 +13,9 @@ error log (or propagates with ``raise_exceptions=True``).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
-import threading
 import typing as t
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +25,7 @@ from ragas.metrics.base import MetricOutputType, MetricType, MetricWithLLM, Sing
 
 from shared import DEFAULT_N, ScoreOptions, SummaryEvaluation, ascore_summary
 
-from ._judge import RagasEmbedder, judge_for
+from ._judge import RagasEmbedder, attached, judge_for
 
 if t.TYPE_CHECKING:
     from langchain_core.callbacks import Callbacks
@@ -57,23 +54,14 @@ def core_accepts(option: str) -> bool:
     return option in ScoreOptions.__dataclass_fields__
 
 
-_embedders: dict[int, RagasEmbedder] = {}
-_embedders_lock = threading.Lock()
 _warned: set[str] = set()
 
 
 def embedder_for(embeddings: Any) -> RagasEmbedder:
     """The single :class:`RagasEmbedder` of a Ragas embeddings object, so that options built by
-    different metrics compare equal and share one evaluation per row."""
-    key = id(embeddings)
-    with _embedders_lock:
-        embedder = _embedders.get(key)
-        if embedder is None or embedder.embeddings is not embeddings:
-            embedder = RagasEmbedder(embeddings)
-            _embedders[key] = embedder
-            with contextlib.suppress(TypeError):
-                weakref.finalize(embeddings, _embedders.pop, key, None)
-    return embedder
+    different metrics compare equal and share one evaluation per row (kept on the embeddings
+    object, freed with it)."""
+    return attached(embeddings, RagasEmbedder, lambda: RagasEmbedder(embeddings))
 
 
 @dataclass

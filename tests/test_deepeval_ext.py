@@ -323,6 +323,31 @@ def test_source_only_work_is_shared_across_evaluate_copies(seed: tuple[str, str]
     assert sum(costs) == pytest.approx(judge.total_calls * 0.5)
 
 
+def test_adapter_is_shared_per_model_and_freed_with_it(seed: tuple[str, str]) -> None:
+    """The adapter lives on the model object, not in a module registry whose entries (an
+    adapter referring back to its model) would never be released."""
+    import copy
+    import gc
+    import weakref
+
+    from deepeval_ext._judge import judge_for
+
+    source, summary = seed
+    model = FakeDeepEvalModel()
+    result = evaluate(
+        [case(source, summary)], metrics=[SummaryQualityMetric(model=model)], display_config=QUIET
+    )
+    assert result.test_results[0].metrics_data[0].success
+    judge = judge_for(model)
+    assert judge is judge_for(model) and judge is not judge_for(model, use_async=False)
+    twin = copy.copy(model)  # a copy gets an adapter of its own, over itself
+    assert judge_for(twin) is not judge and judge_for(twin).model is twin
+    alive = [weakref.ref(x) for x in (model, judge, twin)]
+    del model, judge, twin, result
+    gc.collect()
+    assert [ref() for ref in alive] == [None, None, None]
+
+
 # ---------------------------------------------------------------------------------------------
 # Model output normalisation and retries
 # ---------------------------------------------------------------------------------------------

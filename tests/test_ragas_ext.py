@@ -10,6 +10,7 @@ check that the adapter delivers the core's numbers, not numbers of its own.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import math
 from collections.abc import Iterator
@@ -258,6 +259,44 @@ def test_one_adapter_per_llm_object(stub: StubURL) -> None:
     assert judge_for(llm).model_id == "stub-model"
     with pytest.raises(TypeError, match="Ragas LLM"):
         judge_for(object())
+    # a copy carries the original's attributes, not its adapter: it gets one of its own
+    twin = copy.copy(llm)
+    assert judge_for(twin) is not judge_for(llm) and judge_for(twin).llm is twin
+    assert judge_for(llm).llm is llm
+
+
+class ListEmbeddings:
+    """Stand-in LangChain-style embeddings: bag-of-letters vectors, no model to load."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [
+            [float(text.lower().count(c)) for c in "abcdefghijklmnopqrstuvwxyz"] for text in texts
+        ]
+
+
+def test_adapters_are_freed_with_the_llm_and_embeddings(seed: tuple[str, str]) -> None:
+    """The LLM's judge adapter and the embeddings' adapter live on those objects, not in a
+    module registry that would keep them (and their HTTP clients) for the process's life."""
+    import gc
+    import weakref
+
+    from ragas_ext._metrics import embedder_for
+
+    source, summary = seed
+    with stub_server() as url:
+        llm, embeddings = structured_llm(url), ListEmbeddings()
+        metrics = summary_metrics("score", "alignment", embeddings=embeddings, dimensions=[])
+        df = run(dataset(([source], summary)), metrics, llm)
+        assert df.loc[0, "summary_quality"] == pytest.approx(
+            expected(source, summary, dimensions=[]).score
+        )
+        judge, embedder = judge_for(llm), embedder_for(embeddings)
+        assert judge.rows.computed == 1  # both metrics shared the one adapter
+        assert embedder is metrics[0]._settings.core_kwargs()["embedder"]
+        alive = [weakref.ref(x) for x in (llm, judge, embeddings, embedder)]
+        del llm, judge, embeddings, embedder, metrics, df
+        gc.collect()
+    assert [ref() for ref in alive] == [None] * 4
 
 
 # ---------------------------------------------------------------------------------------------
