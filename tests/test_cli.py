@@ -51,10 +51,13 @@ def write_jsonl(path: Path, lines: list[Any]) -> Path:
 
 
 class UnscorableFake(FakeJudge):
-    """Answers claim extraction for a summary containing UNSCORABLE with broken JSON, always."""
+    """Answers claim extraction for a summary containing UNSCORABLE with broken JSON while
+    ``broken`` is set."""
+
+    broken = True
 
     def answer_text(self, prompt: str, schema: type[BaseModel]) -> str:
-        if schema.__name__ == "ExtractedClaims" and "UNSCORABLE" in prompt:
+        if self.broken and schema.__name__ == "ExtractedClaims" and "UNSCORABLE" in prompt:
             with self._lock:
                 self.calls[schema.__name__] += 1
             return '{"claims": ["cut off'
@@ -213,22 +216,24 @@ def test_retry_unscored_asks_again(tmp_path: Path) -> None:
         [{"id": "x", "source": good["source"], "summary": "UNSCORABLE but fixed later."}],
     )
     out, cache = tmp_path / "res.jsonl", tmp_path / "c.sqlite3"
-    with stub_server(UnscorableFake()) as url:
+    fake = UnscorableFake()
+    with stub_server(fake) as url:  # one server throughout: its address is part of cache keys
         code, _ = run_cli("score", path, "-o", out, "--no-report", *judge_args(url, cache))
         assert code == 1
         before = url.count
         code, text = run_cli("score", path, "-o", out, "--no-report", *judge_args(url, cache))
         assert code == 1 and url.count == before  # unscored rows count as finished
         assert "--retry-unscored" in text
-    with stub_server() as url:  # the judge works now
+        fake.broken = False  # the judge works now
         code, text = run_cli(
             "score", path, "-o", out, "--no-report", "--retry-unscored", *judge_args(url, cache)
         )
+        retried = url.requests[before:]
     assert code == 0, text
     assert read_results(out)[0]["status"] == "ok"
     # only the calls that had no answer are paid: claim extraction (it failed) and the claim
     # verification it leads to; questions, answers, grades and the style review come from cache
-    names = sorted(r["response_format"]["json_schema"]["name"] for r in url.requests)
+    names = sorted(r["response_format"]["json_schema"]["name"] for r in retried)
     assert names == ["ClaimVerdicts", "ExtractedClaims"]
 
 
@@ -253,6 +258,43 @@ def test_no_judge_scores_deterministic_dimensions_and_says_what_was_skipped(
     assert by_id["almendra-repetitive"]["non_redundancy"] < by_id["almendra-good"]["non_redundancy"]
     html = report.read_text()
     assert 'id="skipped-dimensions"' in html and "score, alignment, coverage" in html
+
+
+def test_odd_files_are_read_row_by_row(tmp_path: Path) -> None:
+    """A byte-order mark, bytes that are not UTF-8, a field over csv's default 128 KiB limit and
+    one-sentence summaries: each row is read or becomes bad input; the run goes on."""
+    source = "The council approved a new cycle lane on Main Street. Work starts in May."
+    long_source = ("The council approved a new cycle lane on Main Street. " * 4000).strip()
+    jsonl = tmp_path / "odd.jsonl"
+    jsonl.write_bytes(
+        b"\xef\xbb\xbf"
+        + json.dumps({"id": "bom", "source": source, "summary": "A lane was approved."}).encode()
+        + b"\n"
+        + b'{"id": "latin1", "source": "caf\xe9 opened", "summary": "A caf\xe9 opened."}\n'
+        + json.dumps({"id": "ok", "source": source, "summary": "Work starts in May."}).encode()
+        + b"\n"
+    )
+    out, report = tmp_path / "odd.results.csv", tmp_path / "odd.html"
+    code, text = run_cli("score", jsonl, "-o", out, "--report", report)
+    assert code == 1, text  # one bad row
+    rows = {r["id"]: r for r in read_results(out)}
+    assert rows["bom"]["status"] == "ok" and rows["ok"]["status"] == "ok"
+    assert rows["2"]["status"] == "bad_input" and "not valid UTF-8" in rows["2"]["error"]
+    # one-sentence summaries have no coherence, but coherence was not skipped for lack of a judge
+    assert "Skipped (no judge): score, alignment, coverage, specificity." in text
+
+    big = tmp_path / "big.csv"
+    with big.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "source", "summary"])
+        writer.writerow(["long", long_source, "The council approved a cycle lane."])
+    assert len(long_source) > 131_072
+    big_out = tmp_path / "big.results.csv"
+    code, text = run_cli("score", big, "-o", big_out, "--no-report")
+    assert code == 0, text
+    code, text = run_cli("score", big, "-o", big_out, "--no-report")  # resume reads it back
+    assert code == 0, text
+    assert "Resuming: 1 of 1 rows already done" in text
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
@@ -318,27 +360,29 @@ def test_killed_run_resumes_without_paying_twice(tmp_path: Path) -> None:
     clean = {r["id"]: r for r in read_results(clean_out)}
 
     out, cache = tmp_path / "res.jsonl", tmp_path / "cache.sqlite3"
-    with stub_server(SlowFake(delay=0.4)) as url:
+    slow = SlowFake(delay=0.4)
+    with stub_server(slow) as url:  # one server for both runs: its address is in cache keys
         proc = _start(
             ["score", str(EXAMPLES), "-o", str(out), *args, *judge_args(url, cache)], tmp_path
         )
         finished_before_kill = _wait_for_rows(out, proc, at_least=2)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
+        time.sleep(1.0)  # let requests the server was still answering finish
         killed_requests = url.count
-    kept = read_results(out)
-    assert proc.returncode == -signal.SIGKILL
-    assert 2 <= len(kept) < len(EXAMPLE_IDS), "the kill must land mid-way"
-    assert len(kept) >= finished_before_kill
-    answered_before_kill = _cache_entries(cache)
-    assert 0 < answered_before_kill <= killed_requests
+        kept = read_results(out)
+        assert proc.returncode == -signal.SIGKILL
+        assert 2 <= len(kept) < len(EXAMPLE_IDS), "the kill must land mid-way"
+        assert len(kept) >= finished_before_kill
+        answered_before_kill = _cache_entries(cache)
+        assert 0 < answered_before_kill <= killed_requests
 
-    with stub_server() as url:
+        slow.delay = 0.0
         proc = _start(
             ["score", str(EXAMPLES), "-o", str(out), *args, *judge_args(url, cache)], tmp_path
         )
         _, stderr = proc.communicate(timeout=300)
-        rerun_requests = url.count
+        rerun_requests = url.count - killed_requests
     assert proc.returncode == 0, stderr
     assert f"Resuming: {len(kept)} of 8 rows already done" in " ".join(stderr.split())
     print(

@@ -109,6 +109,19 @@ def test_report_escapes_text_and_is_self_contained() -> None:
     assert 'id="plot-score"' in html and 'id="plot-alignment"' not in html  # no values, no plot
 
 
+def test_unscored_rows_still_show_their_dimensions() -> None:
+    # the judge failed every row, but the dimensions that need no judge were computed
+    rows = [
+        {**row(f"u{i}", density=0.2 * i), "status": "unscored", "error": "judge call failed"}
+        for i in range(1, 4)
+    ]
+    html = render_report(rows, KEYS, ReportInfo(judge="stub"))
+    assert 'id="plot-density"' in html and 'id="plot-score"' not in html
+    assert "nothing to plot" not in html
+    density = next(r for r in statistics_table(rows, KEYS) if r["name"] == "density")
+    assert density["n"] == 3
+
+
 class _Elements(HTMLParser):
     """Every start tag with its classes and id, from the browser's serialised DOM."""
 

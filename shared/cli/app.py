@@ -299,7 +299,7 @@ def score(
         raise typer.Exit(EXIT_INTERRUPTED) from None
     writer.rewrite(all_rows)
 
-    skipped = _skipped(all_rows, keys) if judge is None else []
+    skipped = _skipped(keys) if judge is None else []
     if report_path is not None:
         info = ReportInfo(
             input_path=str(input_path),
@@ -353,12 +353,14 @@ def _print_table(rows: list[Row], keys: list[str]) -> None:
         out.print(f"… and {len(rows) - TABLE_ROWS} more rows in the results file.")
 
 
-def _skipped(rows: list[Row], keys: list[str]) -> list[str]:
-    """Dimensions no scored row has a value for (without a judge: the judged ones)."""
-    ok = [r for r in rows if r.get("status") == STATUS_OK]
-    if not ok:
-        return []
-    return [k for k in keys if all(r.get(k) is None for r in ok)]
+NEEDS_JUDGE = ("score", "alignment", "coverage", "specificity")
+"""The columns only a judge fills (non_redundancy falls back to its deterministic part)."""
+
+
+def _skipped(keys: list[str]) -> list[str]:
+    """The columns a run without a judge leaves empty, whatever the rows happen to contain (a
+    one-sentence summary has no coherence, but coherence was not skipped)."""
+    return [k for k in keys if k in NEEDS_JUDGE]
 
 
 def _finish(rows: list[Row], output: Path, report_path: Path | None, skipped: list[str]) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,26 @@ from typing import Any, Literal
 InputFormat = Literal["jsonl", "csv"]
 
 _SUFFIXES: dict[str, InputFormat] = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+
+
+def allow_large_csv_fields() -> None:
+    """Python's csv module refuses fields over 128 KiB by default; a long source is one field."""
+    limit = sys.maxsize
+    while True:
+        try:
+            csv.field_size_limit(limit)
+            return
+        except OverflowError:  # a C long is 32 bits on some platforms
+            limit //= 2
+
+
+def _undecodable(value: Any) -> bool:
+    """True for text read with errors="surrogateescape" that held bytes that are not UTF-8."""
+    if isinstance(value, str):
+        return any("\udc80" <= ch <= "\udcff" for ch in value)
+    if isinstance(value, list):
+        return any(_undecodable(part) for part in value)
+    return False
 
 
 class InputError(Exception):
@@ -88,8 +109,13 @@ def read_rows(path: Path, columns: Columns, fmt: InputFormat) -> list[InputRow]:
 def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
     """(line number, object) per non-blank line; a line that is not a JSON object yields a
     string saying why."""
-    with path.open(encoding="utf-8", errors="replace") as handle:
+    # utf-8-sig: a byte-order mark some editors write is not part of the first record;
+    # surrogateescape: bytes that are not UTF-8 make that row bad input, not altered text
+    with path.open(encoding="utf-8-sig", errors="surrogateescape") as handle:
         for number, line in enumerate(handle, start=1):
+            if _undecodable(line):
+                yield number, f"line {number} is not valid UTF-8"
+                continue
             if not line.strip():
                 continue
             try:
@@ -104,7 +130,8 @@ def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
 
 
 def _csv_records(path: Path, columns: Columns) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
+    allow_large_csv_fields()
+    with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
         for needed, option in ((columns.source, "source"), (columns.summary, "summary")):
@@ -117,6 +144,9 @@ def _csv_records(path: Path, columns: Columns) -> Iterator[tuple[int, dict[str, 
             if None in record:  # more cells than header fields
                 cells = len(header) + len(record[None])
                 yield number, f"row {number} has {cells} cells, the header has {len(header)}"
+                continue
+            if any(_undecodable(value) for value in record.values()):
+                yield number, f"row {number} is not valid UTF-8"
                 continue
             yield number, record
 

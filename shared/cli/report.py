@@ -186,8 +186,10 @@ def render_report(
 
     ok = [r for r in rows if r.get("status") == STATUS_OK]
     failed = [r for r in rows if r.get("status") != STATUS_OK]
-    stats = statistics_table(ok, keys)
-    present = {name: _numbers(ok, name) for name in keys if _numbers(ok, name)}
+    # an unscored row (the judge failed) still has the dimensions that need no judge: count them
+    measured = [r for r in rows if r.get("status") != STATUS_BAD_INPUT]
+    stats = statistics_table(measured, keys)
+    present = {name: _numbers(measured, name) for name in keys if _numbers(measured, name)}
     plots = [
         {"name": name, "html": _fig_html(_histogram(values, name), f"plot-{name}")}
         for name, values in present.items()
@@ -303,7 +305,7 @@ TEMPLATE = r"""<!DOCTYPE html>
 <div class="grid" id="histograms">
 {% for p in plots %}<div class="plot" data-dimension="{{ p.name }}">{{ p.html }}</div>{% endfor %}
 </div>
-{% if not plots %}<p class="muted">No scored rows: nothing to plot.</p>{% endif %}
+{% if not plots %}<p class="muted">No row has a value: nothing to plot.</p>{% endif %}
 
 <h2>Worst summaries</h2>
 <p class="muted">Sorted by {% if "score" in keys and stats and stats[0].n %}score{% else %}the mean

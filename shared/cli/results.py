@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from ..result import SummaryEvaluation
+from .inputs import allow_large_csv_fields
 
 ResultFormat = Literal["jsonl", "csv"]
 Row = dict[str, Any]
@@ -159,6 +160,7 @@ def read_results(path: Path) -> list[Row]:
                 if isinstance(row, dict) and row.get("status") in STATUSES and "id" in row:
                     rows.append(row)
         return rows
+    allow_large_csv_fields()
     with path.open(encoding="utf-8", newline="") as handle:
         for record in csv.DictReader(handle):
             torn = None in record or any(value is None for value in record.values())
