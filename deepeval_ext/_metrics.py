@@ -177,20 +177,25 @@ class _SummaryMetricBase(BaseMetric):
         so concurrent cases on one instance never interleave their fields)."""
         sub_scores = evaluation.sub_scores()
         value = sub_scores.get(self._score_key)
-        if not evaluation.scored:
-            error: str | None = f"unscored: {evaluation.error}"
+        # Only this metric's own value decides: a dimension the core computed is reported even
+        # when the judge failed the headline score (dimensions are measured beside it).
+        error: str | None = None
+        if value is None and self._score_key in _CORE_SCORES and not evaluation.scored:
+            error = f"unscored: {evaluation.error}"
         elif value is None:
+            evidence = getattr(evaluation.dimension_evidence, self._score_key, None)
+            why = getattr(evidence, "reason", "")
             error = (
                 f"sub-score '{self._score_key}' was not computed"
+                + (f": {why}" if why else "")
                 + (
                     f"; computed: {', '.join(k for k, v in sub_scores.items() if v is not None)}"
                     if self._score_key in sub_scores
                     else " by this version of summary-eval (no such sub-score)"
                 )
-                + ". Check the metric's `dimensions` option."
+                + (f"; the row is also unscored: {evaluation.error}" if evaluation.error else "")
+                + ("" if why else ". Check the metric's `dimensions` option.")
             )
-        else:
-            error = None
         if error is not None:
             self._record_failure(error, usage)
             self.verbose_logs = construct_verbose_logs(

@@ -155,24 +155,30 @@ class SummarySettings:
         )
 
     def value(self, evaluation: SummaryEvaluation, metric_name: str) -> float:
-        """This metric's number, or NaN with the reason logged."""
-        if not evaluation.scored:
-            logger.warning("%s: row unscored: %s", metric_name, evaluation.error)
-            return math.nan
+        """This metric's number, or NaN with the reason logged.
+
+        A dimension is reported whenever the core computed it, even on a row whose headline
+        score the judge could not produce: the dimensions are measured beside the score, not
+        from it, and the core never carries a partial score, alignment or coverage.
+        """
         value = evaluation.sub_scores().get(self.sub_score)
-        if value is None:
-            logger.warning("%s: %s", metric_name, self.missing_reason(evaluation))
-            return math.nan
-        return float(value)
+        if value is not None:
+            return float(value)
+        logger.warning("%s: %s", metric_name, self.missing_reason(evaluation))
+        return math.nan
 
     def missing_reason(self, evaluation: SummaryEvaluation) -> str:
-        """Why a scored evaluation has no value for this sub-score (the core's words if any)."""
-        evidence = getattr(getattr(evaluation, "dimension_evidence", None), self.sub_score, None)
+        """Why an evaluation has no value for this sub-score (the core's words if any)."""
+        if self.sub_score not in DIMENSIONS and not evaluation.scored:
+            return f"row unscored: {evaluation.error}"
+        evidence = getattr(evaluation.dimension_evidence, self.sub_score, None)
         why = getattr(evidence, "reason", "") or (
             "not produced by this core (it reports "
             + ", ".join(k for k, v in evaluation.sub_scores().items() if v is not None)
             + ")"
         )
+        if not evaluation.scored:
+            why = f"{why} (the row is also unscored: {evaluation.error})"
         return f"sub-score {self.sub_score!r} has no value for this row: {why}"
 
 

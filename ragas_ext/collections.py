@@ -20,7 +20,7 @@ from ragas.metrics.result import MetricResult
 
 from shared import DEFAULT_N
 
-from ._metrics import SummarySettings
+from ._metrics import DIMENSIONS, SummarySettings
 
 if TYPE_CHECKING:
     from ragas.llms.base import InstructorBaseRagasLLM
@@ -79,7 +79,7 @@ class SummaryQuality(BaseMetric):
         evaluation = await self.settings.evaluate(self.llm, reference_contexts, response)
         value = self.settings.value(evaluation, self.name)
         reason = evaluation.reason  # "Unscored: <why>" for an unscored row
-        if evaluation.scored and math.isnan(value):
+        if math.isnan(value) and (evaluation.scored or self.settings.sub_score in DIMENSIONS):
             reason = f"{self.settings.missing_reason(evaluation)}. {evaluation.reason}"
         return MetricResult(
             value=value,

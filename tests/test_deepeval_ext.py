@@ -578,6 +578,27 @@ def test_sub_score_left_out_of_dimensions_is_an_error_not_zero(seed: tuple[str, 
         SummarySubScoreMetric("made_up", model=FakeDeepEvalModel())
 
 
+def test_dimension_metric_succeeds_when_the_judge_fails_only_the_headline(
+    seed: tuple[str, str],
+) -> None:
+    source, summary = seed
+    healthy = score_summary(source, summary, judge=FakeJudge())
+    for name in ("density", "specificity", "coherence"):
+        broken = FakeJudge({p.ExtractedClaims: ["not json"] * 10})  # claims never extract
+        model = FakeDeepEvalModel(broken, output="json")
+        metric = SUB_SCORE_METRICS[name](model=model, threshold=0.0)
+        assert metric.measure(case(source, summary), _show_indicator=False) == pytest.approx(
+            healthy.sub_scores()[name]
+        )
+        assert metric.error is None and metric.success is True, name
+        assert metric.reason.startswith(f"{name} ") and "Unscored:" in metric.reason
+    broken = FakeJudge({p.ExtractedClaims: ["not json"] * 10})
+    coverage = SummaryCoverageMetric(model=FakeDeepEvalModel(broken, output="json"))
+    with pytest.raises(SummaryScoringError, match=r"unscored: .*ExtractedClaims"):
+        coverage.measure(case(source, summary), _show_indicator=False)
+    assert coverage.score is None and coverage.success is False
+
+
 def test_alignment_threshold_separates_faithful_from_hallucinating(
     seed: tuple[str, str],
 ) -> None:

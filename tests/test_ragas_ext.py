@@ -151,6 +151,30 @@ def test_a_row_the_judge_cannot_score_is_nan_with_the_reason_logged(
     assert all("ExtractedClaims" in m for m in logged)
 
 
+def test_dimensions_computed_on_an_unscored_row_are_reported(
+    seed: tuple[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The judge failing the headline score does not blank the dimensions it did not affect."""
+    source, summary = seed
+    fake = FakeJudge({"ExtractedClaims": ["not json"] * 200})  # claims never extract
+    metrics = summary_metrics("score", "coverage", *ragas_ext._metrics.DIMENSIONS)
+    with stub_server(fake) as url, caplog.at_level(logging.WARNING, logger="ragas_ext"):
+        df = run(dataset(([source], summary)), metrics, structured_llm(url))
+        density = CollectionsSummaryQuality(llm=structured_llm(url), sub_score="density")
+        collected = density.score(reference_contexts=[source], response=summary)
+    assert math.isnan(df.loc[0, "summary_quality"]) and math.isnan(df.loc[0, "summary_coverage"])
+    healthy = expected(source, summary).sub_scores()  # the dimensions need no claims
+    for name in ragas_ext._metrics.DIMENSIONS:
+        assert healthy[name] is not None, name
+        assert df.loc[0, f"summary_{name}"] == pytest.approx(healthy[name]), name
+    logged = [r.getMessage() for r in caplog.records]
+    assert sorted(m.split(":")[0] for m in logged) == ["summary_coverage", "summary_quality"]
+    assert all("row unscored" in m and "ExtractedClaims" in m for m in logged)
+    # the collections metric too: the density value, and the row's unscored reason beside it
+    assert collected.value == pytest.approx(healthy["density"])
+    assert collected.reason.startswith("Unscored:") and "ExtractedClaims" in collected.reason
+
+
 def test_bad_input_row_is_nan_and_others_keep_their_scores(
     stub: StubURL, seed: tuple[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
