@@ -548,22 +548,16 @@ def test_measure_works_inside_a_running_event_loop(seed: tuple[str, str]) -> Non
 
 
 @pytest.mark.parametrize("name", sorted(SUB_SCORE_METRICS))
-def test_each_sub_score_metric_reports_the_cores_value_or_says_it_was_not_computed(
-    seed: tuple[str, str], name: str
-) -> None:
+def test_each_sub_score_metric_reports_the_cores_value(seed: tuple[str, str], name: str) -> None:
     source, summary = seed
-    metric = SUB_SCORE_METRICS[name](model=FakeDeepEvalModel(), threshold=0.0)
-    core = score_summary(source, summary, judge=FakeJudge(), **metric._score_options())
-    assert core.scored
-    expected = core.sub_scores().get(name)
-    if expected is None:  # a dimension this core version does not produce: an error, never 0
-        with pytest.raises(SummaryScoringError, match=f"sub-score '{name}' was not computed"):
-            metric.measure(case(source, summary), _show_indicator=False)
-        assert metric.score is None and metric.success is False
-    else:
-        assert metric.measure(case(source, summary), _show_indicator=False) == pytest.approx(
-            expected
-        )
+    longer = f"{summary} The app sends reminders. Users can log water. It gives workouts."
+    for text in (summary, longer):  # one sentence and four
+        metric = SUB_SCORE_METRICS[name](model=FakeDeepEvalModel(), threshold=0.0)
+        core = score_summary(source, text, judge=FakeJudge(), **metric._score_options())
+        assert core.scored
+        expected = core.sub_scores()[name]
+        assert expected is not None
+        assert metric.measure(case(source, text), _show_indicator=False) == pytest.approx(expected)
         assert metric.success is True and metric.reason.startswith(f"{name} ")
 
 
@@ -592,6 +586,12 @@ def test_dimension_metric_succeeds_when_the_judge_fails_only_the_headline(
         )
         assert metric.error is None and metric.success is True, name
         assert metric.reason.startswith(f"{name} ") and "Unscored:" in metric.reason
+    # a dimension that itself failed is an error with the core's reason, never 0
+    no_style = FakeJudge({p.StyleReview: ["not json"] * 10})
+    specificity = SummarySubScoreMetric("specificity", model=FakeDeepEvalModel(no_style))
+    with pytest.raises(SummaryScoringError, match=r"'specificity' was not computed: .*StyleReview"):
+        specificity.measure(case(source, summary), _show_indicator=False)
+    assert specificity.score is None and specificity.success is False
     broken = FakeJudge({p.ExtractedClaims: ["not json"] * 10})
     coverage = SummaryCoverageMetric(model=FakeDeepEvalModel(broken, output="json"))
     with pytest.raises(SummaryScoringError, match=r"unscored: .*ExtractedClaims"):

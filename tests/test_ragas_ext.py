@@ -25,7 +25,7 @@ from ragas.llms import LangchainLLMWrapper, llm_factory
 
 import ragas_ext
 from ragas_ext import SummaryQuality, SummarySubScore, judge_for, summary_metrics
-from ragas_ext._metrics import SummarySettings, core_accepts
+from ragas_ext._metrics import SummarySettings
 from ragas_ext.collections import SummaryQuality as CollectionsSummaryQuality
 from shared import score_summary
 from shared.testing import FakeJudge, StubURL, default_answer, stub_server
@@ -113,12 +113,9 @@ def test_several_sub_score_metrics_share_one_evaluation_per_row(seed: tuple[str,
     assert df.loc[0, "summary_alignment"] == pytest.approx(want.alignment)
     assert df.loc[0, "summary_coverage"] == pytest.approx(want.coverage)
     assert df.loc[1, "summary_alignment"] < 1.0  # the moon claim is not in the source
-    # conciseness is NaN until the core computes it, then it is the core's number
-    core_conciseness = want.sub_scores().get("conciseness")
-    if core_conciseness is None:
-        assert df["summary_conciseness"].isna().all()
-    else:
-        assert df.loc[0, "summary_conciseness"] == pytest.approx(core_conciseness)
+    assert want.conciseness is not None
+    assert df.loc[0, "summary_conciseness"] == pytest.approx(want.conciseness)
+    assert df.loc[1, "summary_conciseness"] == pytest.approx(expected(source, MOON).conciseness)
 
 
 def test_a_row_the_judge_cannot_score_is_nan_with_the_reason_logged(
@@ -220,9 +217,8 @@ def test_metric_options_are_checked_at_construction() -> None:
         SummaryQuality(questions="one string")
     assert SummarySubScore(sub_score="coverage").name == "summary_coverage"
     assert SummarySubScore(sub_score="coverage", name="cov").name == "cov"
-    if core_accepts("dimensions"):
-        with pytest.raises(ValueError, match="never be computed"):
-            SummarySubScore(sub_score="coherence", dimensions=["density"])
+    with pytest.raises(ValueError, match="never be computed"):
+        SummarySubScore(sub_score="coherence", dimensions=["density"])
 
 
 def test_summary_metrics_takes_an_empty_dimensions_list_as_none() -> None:
@@ -388,14 +384,9 @@ def _minilm_embeddings(kind: str) -> Any:
 @pytest.mark.parametrize("kind", ["modern", "legacy"])
 def test_ragas_embeddings_are_wrapped_for_the_core(kind: str) -> None:
     embeddings = _minilm_embeddings(kind)
-    kwargs = SummarySettings(embeddings=embeddings).core_kwargs()
-    if core_accepts("embedder"):
-        embedder = kwargs["embedder"]
-        # one wrapper per embeddings object, so metrics' options compare equal
-        assert embedder is SummarySettings(embeddings=embeddings).core_kwargs()["embedder"]
-    else:
-        assert "embedder" not in kwargs
-        embedder = ragas_ext.RagasEmbedder(embeddings)
+    embedder = SummarySettings(embeddings=embeddings).core_kwargs()["embedder"]
+    # one wrapper per embeddings object, so metrics' options compare equal
+    assert embedder is SummarySettings(embeddings=embeddings).core_kwargs()["embedder"]
     vectors = embedder.embed(["The app tracks water.", "Users log their meals.", "Stocks fell."])
     assert len(vectors) == 3 and all(len(v) == 384 for v in vectors)
 
