@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from langchain_openai import ChatOpenAI
 from openai import AsyncOpenAI
@@ -44,7 +45,19 @@ def structured_llm(url: str, model: str = "stub-model") -> Any:
 
 
 def text_llm(url: str, model: str = "stub-text-model") -> LangchainLLMWrapper:
-    chat = ChatOpenAI(model=model, base_url=url, api_key="x", max_retries=0, temperature=0)
+    """A legacy text LLM on the stub. Its HTTP client keeps no idle connections: by default
+    langchain-openai shares one async httpx client per base URL across the whole process, so a
+    connection kept alive by one ``evaluate()`` (one event loop) would be reused from the next
+    one's loop and fail; with ``max_retries=0`` nothing would retry it."""
+    client = httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0))
+    chat = ChatOpenAI(
+        model=model,
+        base_url=url,
+        api_key="x",
+        max_retries=0,
+        temperature=0,
+        http_async_client=client,
+    )
     return LangchainLLMWrapper(chat)
 
 
