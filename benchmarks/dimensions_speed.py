@@ -9,7 +9,9 @@ memory is its own), alternating and repeated:
   conciseness (the full public path: validation, asyncio, evidence models, signatures).
 
 Both use the same spaCy pipeline as loaded by the package (tagger, attribute_ruler and
-lemmatizer excluded) and the same MiniLM model; loading is not timed. Target: ours <= 1.3x bare.
+lemmatizer excluded) and the same MiniLM model; loading is not timed. The parser is in both: it
+splits the sentences, and the default coherence reads its dependency labels (entity grid,
+fragments), so coherence adds no component to either variant. Target: ours <= 1.3x bare.
 
     .venv/bin/python benchmarks/dimensions_speed.py [--repeats 2] [--limit 800]
 """
