@@ -341,7 +341,9 @@ class SummaryNonRedundancyMetric(SummarySubScoreMetric):
 
 
 class SummaryCoherenceMetric(SummarySubScoreMetric):
-    """Local coherence: similarity of sentence embeddings i and i+2."""
+    """Local coherence, LLM-free: entity-grid jumps, repeated bigrams and subjectless fragments
+    from the spaCy parse (docs/DIMENSIONS.md); ``coherence_formula="article"`` gives the
+    article's embedding formula instead."""
 
     fixed_sub_score = "coherence"
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from ragas.metrics.base import MetricOutputType, MetricType, MetricWithLLM, SingleTurnMetric
 
-from shared import DEFAULT_N, ScoreOptions, SummaryEvaluation, ascore_summary
+from shared import DEFAULT_CONCURRENCY, DEFAULT_N, ScoreOptions, SummaryEvaluation, ascore_summary
 
 from ._judge import RagasEmbedder, attached, judge_for
 
@@ -77,7 +77,7 @@ class SummarySettings:
     embeddings: Any = None
     retries: int = 2
     cache: bool | str | Path = True
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     spacy_model: str | None = None
     density_target: float | None = None
     density_tolerance: float | None = None
@@ -214,7 +214,7 @@ class SummaryQuality(MetricWithLLM, SingleTurnMetric):
     embeddings: Any = None
     retries: int = 2
     cache: bool | str | Path = True
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     spacy_model: str | None = None
     density_target: float | None = None
     density_tolerance: float | None = None

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ragas.metrics.collections.base import BaseMetric
 from ragas.metrics.result import MetricResult
 
-from shared import DEFAULT_N
+from shared import DEFAULT_CONCURRENCY, DEFAULT_N
 
 from ._metrics import DIMENSIONS, SummarySettings
 
@@ -50,7 +50,7 @@ class SummaryQuality(BaseMetric):
         embeddings: Any = None,
         retries: int = 2,
         cache: bool | str | Path = True,
-        concurrency: int = 8,
+        concurrency: int = DEFAULT_CONCURRENCY,
         spacy_model: str | None = None,
         density_target: float | None = None,
         density_tolerance: float | None = None,

@@ -26,6 +26,7 @@ from .judge import (
 )
 from .openai_judge import OpenAIJudge
 from .pipeline import (
+    DEFAULT_CONCURRENCY,
     DEFAULT_N,
     ScoreOptions,
     UserQuestion,
@@ -39,6 +40,7 @@ from .result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
 from .scoring import alignment_ratio, combine_scores, f_beta, weighted_coverage
 
 __all__ = [
+    "DEFAULT_CONCURRENCY",
     "DEFAULT_N",
     "DIMENSIONS",
     "CachedJudge",

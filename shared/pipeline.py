@@ -90,6 +90,10 @@ MAX_CLAIMS_PER_CALL = 40
 """Claims checked in one retrieval-based call: keeps the reply (a verdict, reason and quote per
 claim) well under common output limits."""
 
+DEFAULT_CONCURRENCY = 32
+"""Judge calls at once: enough for 20 summaries' first round (questions, claims, style) to go out
+together; lower it for rate-limited APIs."""
+
 IDK_ANSWERS = frozenset({"idk", "i don't know", "i do not know", "unknown", "not mentioned", ""})
 NOT_IN_SOURCE = frozenset({"not in source", "not in the source", "idk", ""})
 
@@ -117,7 +121,7 @@ class ScoreOptions:
     combine: Literal["fbeta", "min"] = "fbeta"
     retries: int = 2
     cache: bool | str | Path | CacheStore = field(default=True, compare=False)
-    concurrency: int = 32
+    concurrency: int = DEFAULT_CONCURRENCY
     """Judge calls in flight at once per judge. 32: twenty summaries' first round (three calls
     each) goes out in about two waves; DeepEval's evaluate() runs 20 cases with up to three calls
     each at once, Ragas 16 workers."""
@@ -129,6 +133,9 @@ class ScoreOptions:
     spacy_model: str = DEFAULT_SPACY_MODEL
     density_target: float = DEFAULT_TARGET
     density_tolerance: float = DEFAULT_TOLERANCE
+    coherence_formula: str = "entity_grid"
+    """"entity_grid" (default; tracks human coherence on SummEval, docs/VALIDITY.md) or
+    "article" (the article's mean cosine of sentence embeddings i and i+2, kept for parity)."""
     context_budget: int = DEFAULT_CONTEXT_BUDGET
     """Largest prompt in estimated tokens; longer sources are chunked (see
     :data:`DEFAULT_CONTEXT_BUDGET`). In the signature only of results where chunking applied."""
@@ -144,6 +151,7 @@ class ScoreOptions:
                 embedder=self.embedder,
                 density_target=self.density_target,
                 density_tolerance=self.density_tolerance,
+                coherence_formula=self.coherence_formula,
             ),
         )
         if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n < 1:

@@ -219,7 +219,9 @@ def test_no_judge_computes_deterministic_dimensions_only() -> None:
 
 def test_style_call_runs_in_first_round() -> None:
     """The style call starts before round 2 (answers/verdicts), not after round 3."""
-    judge = FakeJudge(latency=0.05)
+    # warm the models first: a cold spaCy load (seconds) is a one-off, not a judge round
+    score_summary(SOURCE, GOOD, judge=None)
+    judge = FakeJudge(latency=0.3)
     score_summary(SOURCE, GOOD, judge=judge)
     order = [name for name, _ in judge.prompts]
     assert order.index("StyleReview") < order.index("SummaryAnswers")

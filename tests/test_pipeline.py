@@ -401,3 +401,15 @@ def test_a_judge_without_attributes_still_shares_its_wrapper(seed: tuple[str, st
     score_summary(seed[0], "The app logs meals.", judge=judge, dimensions=[])
     score_summary(seed[0], "The app tracks water.", judge=judge, dimensions=[])
     assert judge.inner.calls["GeneratedQuestions"] == 1  # the second call hit the shared cache
+
+
+def test_coherence_formula_option_reaches_the_dimensions() -> None:
+    source = "The cat sat on the mat. The dog ran home. The bird flew away over the hills."
+    summary = "The cat sat on the mat. The dog ran home. The bird flew away."
+    article = score_summary(source, summary, judge=None, coherence_formula="article")
+    default = score_summary(source, summary, judge=None)
+    assert article.coherence == article.dimension_evidence.coherence.article_score
+    assert default.dimension_evidence.coherence.article_score == article.coherence
+    assert "|coh:article|" in article.signature and "|coh:entity_grid|" in default.signature
+    with pytest.raises(ValueError, match="coherence"):
+        score_summary(source, summary, judge=None, coherence_formula="vibes")
