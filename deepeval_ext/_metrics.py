@@ -64,6 +64,8 @@ class _SummaryMetricBase(BaseMetric):
         retries: int = 2,
         cache: bool | str = True,
         flaky: bool = False,
+        spacy_model: str | None = None,
+        coherence_formula: str | None = None,
     ) -> None:
         # Every argument is stored under its own name: deepeval.evaluate() copies a metric per
         # test case by calling the class again with the attributes that match __init__.
@@ -84,6 +86,8 @@ class _SummaryMetricBase(BaseMetric):
         self.retries = retries
         self.cache = cache
         self.flaky = flaky
+        self.spacy_model = spacy_model
+        self.coherence_formula = coherence_formula
         # Bad options fail here, at construction, rather than once per test case.
         ScoreOptions.from_kwargs(self._score_options())
 
@@ -98,6 +102,9 @@ class _SummaryMetricBase(BaseMetric):
         }
         if self.dimensions is not None:
             options["dimensions"] = self.dimensions
+        for name in ("spacy_model", "coherence_formula"):
+            if getattr(self, name) is not None:  # None = the core's default
+                options[name] = getattr(self, name)
         return options
 
     @property

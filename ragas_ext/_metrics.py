@@ -81,6 +81,7 @@ class SummarySettings:
     spacy_model: str | None = None
     density_target: float | None = None
     density_tolerance: float | None = None
+    coherence_formula: str | None = None
 
     def __post_init__(self) -> None:
         if self.sub_score not in SUB_SCORES:
@@ -117,7 +118,7 @@ class SummarySettings:
             kwargs["questions"] = self.questions
         if self.dimensions is not None:
             kwargs["dimensions"] = tuple(self.dimensions)
-        for name in ("spacy_model", "density_target", "density_tolerance"):
+        for name in ("spacy_model", "density_target", "density_tolerance", "coherence_formula"):
             if getattr(self, name) is not None:  # None = the core's default
                 kwargs[name] = getattr(self, name)
         if self.embeddings is not None:
@@ -195,11 +196,11 @@ class SummaryQuality(MetricWithLLM, SingleTurnMetric):
     ``{"question", "importance"}``), ``beta``, ``combine`` ("fbeta" or "min"), which
     ``dimensions`` to compute (default: the core's, i.e. all; ``[]`` for none, which saves the
     style call and the spaCy/embedding work), ``retries``, ``cache``, ``concurrency``,
-    ``spacy_model``, ``density_target``, ``density_tolerance``. ``embeddings`` are Ragas
-    (or LangChain) embeddings for the embedding-based dimensions; the core's default embedder is
-    used when they are None. ``evaluate(embeddings=...)`` does not reach this metric (Ragas hands
-    embeddings only to its ``MetricWithEmbeddings``, and would build OpenAI embeddings for one
-    that has none), so give them here.
+    ``spacy_model``, ``density_target``, ``density_tolerance``, ``coherence_formula``.
+    ``embeddings`` are Ragas (or LangChain) embeddings for the embedding-based dimensions; the
+    core's default embedder is used when they are None. ``evaluate(embeddings=...)`` does not
+    reach this metric (Ragas hands embeddings only to its ``MetricWithEmbeddings``, and would
+    build OpenAI embeddings for one that has none), so give them here.
     """
 
     name: str = "summary_quality"
@@ -218,6 +219,7 @@ class SummaryQuality(MetricWithLLM, SingleTurnMetric):
     spacy_model: str | None = None
     density_target: float | None = None
     density_tolerance: float | None = None
+    coherence_formula: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -235,6 +237,7 @@ class SummaryQuality(MetricWithLLM, SingleTurnMetric):
             spacy_model=self.spacy_model,
             density_target=self.density_target,
             density_tolerance=self.density_tolerance,
+            coherence_formula=self.coherence_formula,
         )
 
     async def _single_turn_ascore(self, sample: SingleTurnSample, callbacks: Callbacks) -> float:

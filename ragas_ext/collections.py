@@ -54,6 +54,7 @@ class SummaryQuality(BaseMetric):
         spacy_model: str | None = None,
         density_target: float | None = None,
         density_tolerance: float | None = None,
+        coherence_formula: str | None = None,
     ) -> None:
         self.llm = llm  # set before super().__init__, which validates it
         self.settings = SummarySettings(
@@ -70,6 +71,7 @@ class SummaryQuality(BaseMetric):
             spacy_model=spacy_model,
             density_target=density_target,
             density_tolerance=density_tolerance,
+            coherence_formula=coherence_formula,
         )
         default_name = "summary_quality" if sub_score == "score" else f"summary_{sub_score}"
         super().__init__(name=name or default_name, allowed_values=(0.0, 1.0))

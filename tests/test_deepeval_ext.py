@@ -25,6 +25,7 @@ from deepeval_ext import (
     SUB_SCORE_METRICS,
     DeepEvalJudge,
     SummaryAlignmentMetric,
+    SummaryCoherenceMetric,
     SummaryCoverageMetric,
     SummaryDensityMetric,
     SummaryQualityMetric,
@@ -482,6 +483,21 @@ def test_include_reason_false_and_options_reach_the_core(seed: tuple[str, str]) 
     breakdown = metric.score_breakdown
     assert metric.score == pytest.approx(min(breakdown["alignment"], breakdown["coverage"]))
     assert "combine:min" in metric.verbose_logs and "n:user2:" in metric.verbose_logs
+
+
+def test_coherence_formula_reaches_the_core(seed: tuple[str, str]) -> None:
+    source = seed[0]
+    summary = (
+        "A company is launching a fitness app. The app logs meals and water intake. "
+        "It also sends motivational reminders."
+    )
+    metric = SummaryCoherenceMetric(model=FakeDeepEvalModel(), coherence_formula="article")
+    metric.measure(case(source, summary), _show_indicator=False)
+    assert "coh:article" in metric.verbose_logs
+    copy = copy_metrics([metric])[0]  # deepeval.evaluate() copies metrics per case
+    assert copy.coherence_formula == "article"
+    with pytest.raises(ValueError, match="coherence"):
+        SummaryQualityMetric(model=FakeDeepEvalModel(), coherence_formula="vibes")
 
 
 def test_bad_options_fail_at_construction() -> None:

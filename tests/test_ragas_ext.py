@@ -221,6 +221,19 @@ def test_options_reach_the_core(stub: StubURL, seed: tuple[str, str]) -> None:
     assert stub.judge.calls["ReferenceAnswers"] == 1
 
 
+def test_coherence_formula_reaches_the_core(stub: StubURL, seed: tuple[str, str]) -> None:
+    source = seed[0]
+    summary = (
+        "A company is launching a fitness app. The app logs meals and water intake. "
+        "It also sends motivational reminders."
+    )
+    metric = SummarySubScore(sub_score="coherence", coherence_formula="article")
+    df = run(dataset(([source], summary)), [metric], structured_llm(stub))
+    want = expected(source, summary, coherence_formula="article")
+    assert df.loc[0, "summary_coherence"] == pytest.approx(want.coherence)
+    assert "coh:article" in want.signature
+
+
 def test_metric_options_are_checked_at_construction() -> None:
     with pytest.raises(ValueError, match="beta"):
         SummaryQuality(beta=0)
