@@ -417,10 +417,16 @@ def answer_from_summary_prompt(summary: str, questions: Sequence[str]) -> str:
 
 
 def grade_answers_prompt(items: Sequence[tuple[str, str, str]]) -> str:
-    """``items``: (question, reference answer, candidate answer) triples."""
+    """``items``: (question, reference answer, candidate answer) triples.
+
+    ``||`` separates the fields of an item, so inside a field it is broken up: a candidate
+    answer cannot forge a ``|| reference:`` field of its own."""
+
+    def field(text: str) -> str:
+        return " ".join(text.split()).replace("||", "| |")
+
     lines = [
-        f"question: {' '.join(q.split())} || reference: {' '.join(r.split())} || "
-        f"candidate: {' '.join(c.split())}"
+        f"question: {field(q)} || reference: {field(r)} || candidate: {field(c)}"
         for q, r, c in items
     ]
     return render("grade_answers", items_block=numbered_block("ITEMS", lines))
