@@ -35,6 +35,7 @@ from .nlp import (
     MissingSpacyModelError,
     TextAnalysis,
     analyse_texts,
+    is_loaded,
     load_pipeline,
     pipeline_id,
 )
@@ -104,6 +105,12 @@ class DimensionSettings:
         """Load the spaCy pipeline now, so a missing one fails before any judge call."""
         if self.needs_spacy:
             load_pipeline(self.spacy_model)
+
+    @property
+    def available(self) -> bool:
+        """True when :meth:`check_available` has nothing left to load, so async callers can
+        skip its worker thread (a thread hop per call would stagger concurrent calls)."""
+        return not self.needs_spacy or is_loaded(self.spacy_model)
 
     def signature_part(self) -> str:
         """``|dens:<target>/<tol>|spacy:<pipeline>-<version>|emb:<model>|coh:<formula>`` for

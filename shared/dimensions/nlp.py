@@ -107,6 +107,11 @@ def load_pipeline(name: str = DEFAULT_SPACY_MODEL) -> Language:
         return nlp
 
 
+def is_loaded(name: str) -> bool:
+    """Whether :func:`load_pipeline` would return at once (no disk, no thread needed)."""
+    return name in _pipelines
+
+
 def pipeline_id(name: str) -> str:
     """``<name>-<version>`` for the signature (loads the pipeline if needed)."""
     return f"{name}-{load_pipeline(name).meta.get('version', '?')}"
