@@ -173,6 +173,21 @@ def summary_of_long(source: LongSource, summary_words: int = 500) -> str:
     return " ".join(chosen)
 
 
+def summaries_of_long(source: LongSource, count: int = 5, summary_words: int = 500) -> list[str]:
+    """``count`` different ~500-word summaries of a long source: like :func:`summary_of_long`,
+    the k-th starting at article copy k and taking another system's summary of each article."""
+    step = max(1, len(source.spans) // 8)
+    out = []
+    for k in range(count):
+        chosen: list[str] = []
+        for copy, index, _, _ in source.spans[k::step]:
+            chosen.append(rename(articles()[index].summaries[(copy + k) % 16], copy))
+            if sum(len(s.split()) for s in chosen) >= summary_words:
+                break
+        out.append(" ".join(chosen))
+    return out
+
+
 @dataclass(frozen=True)
 class DeepClaim:
     claim: str
