@@ -417,58 +417,68 @@ async def _retrieved_groups(
     return await asyncio.to_thread(build)
 
 
+async def _ask_with_retrieval(
+    source: str,
+    items: list[str],
+    options: ScoreOptions,
+    judge: CachedJudge,
+    build: Callable[[list[tuple[int, str]], list[str], int | None], str],
+    schema: type[Any],
+    field: str,
+    what: str,
+) -> list[Any]:
+    """Ask about each item (claim or question) against the passages most relevant to it; items
+    sharing passages share a call; all calls in parallel (the same round as a full-source call).
+    Returns one reply entry per item, in item order."""
+    passages, groups = await _retrieved_groups(source, items, options, build([], [], None))
+    last = len(passages) - 1
+
+    async def one(group: Any) -> list[Any]:
+        asked = [items[i] for i in group.items]
+        reply = await judge.generate(
+            build([(j, passages[j].text) for j in group.passages], asked, last),
+            schema,
+            check=lambda r: _indexed(getattr(r, field), len(asked), what),
+        )
+        return _by_index(getattr(reply, field))
+
+    entries: list[Any] = [None] * len(items)
+    for group, reply in zip(groups, await asyncio.gather(*(one(g) for g in groups)), strict=True):
+        for i, entry in zip(group.items, reply, strict=True):
+            entries[i] = entry
+    return entries
+
+
 async def verify_with_retrieval(
     source: str, claims: list[str], options: ScoreOptions, judge: CachedJudge
 ) -> list[p.ClaimVerdict]:
-    """Each claim against the passages most relevant to it; claims sharing passages share a
-    call; all calls in parallel (the same round as a full-source check)."""
-    passages, groups = await _retrieved_groups(
-        source, claims, options, p.verify_claims_excerpts_prompt([], [])
+    """Each claim against the passages most relevant to it (long sources)."""
+    return await _ask_with_retrieval(
+        source,
+        claims,
+        options,
+        judge,
+        p.verify_claims_excerpts_prompt,
+        p.ClaimVerdicts,
+        "verdicts",
+        "verdict",
     )
-    last = len(passages) - 1
-
-    async def one(group: Any) -> list[p.ClaimVerdict]:
-        items = [claims[i] for i in group.items]
-        reply = await judge.generate(
-            p.verify_claims_excerpts_prompt(
-                [(j, passages[j].text) for j in group.passages], items, last
-            ),
-            p.ClaimVerdicts,
-            check=lambda r: _indexed(r.verdicts, len(items), "verdict"),
-        )
-        return _by_index(reply.verdicts)
-
-    verdicts: list[p.ClaimVerdict | None] = [None] * len(claims)
-    for group, reply in zip(groups, await asyncio.gather(*(one(g) for g in groups)), strict=True):
-        for i, verdict in zip(group.items, reply, strict=True):
-            verdicts[i] = verdict
-    return verdicts  # type: ignore[return-value]
 
 
 async def answer_user_questions_with_retrieval(
     source: str, questions: list[str], options: ScoreOptions, judge: CachedJudge
 ) -> list[p.ReferenceAnswer]:
-    passages, groups = await _retrieved_groups(
-        source, questions, options, p.answer_user_questions_excerpts_prompt([], [])
+    """Reference answers to the user's questions from the passages most relevant to each."""
+    return await _ask_with_retrieval(
+        source,
+        questions,
+        options,
+        judge,
+        p.answer_user_questions_excerpts_prompt,
+        p.ReferenceAnswers,
+        "answers",
+        "reference answer",
     )
-    last = len(passages) - 1
-
-    async def one(group: Any) -> list[p.ReferenceAnswer]:
-        items = [questions[i] for i in group.items]
-        reply = await judge.generate(
-            p.answer_user_questions_excerpts_prompt(
-                [(j, passages[j].text) for j in group.passages], items, last
-            ),
-            p.ReferenceAnswers,
-            check=lambda r: _indexed(r.answers, len(items), "reference answer"),
-        )
-        return _by_index(reply.answers)
-
-    answers: list[p.ReferenceAnswer | None] = [None] * len(questions)
-    for group, reply in zip(groups, await asyncio.gather(*(one(g) for g in groups)), strict=True):
-        for i, answer in zip(group.items, reply, strict=True):
-            answers[i] = answer
-    return answers  # type: ignore[return-value]
 
 
 async def reference_questions(
