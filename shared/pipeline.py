@@ -417,19 +417,30 @@ async def _retrieved_groups(
     return await asyncio.to_thread(build)
 
 
-async def _ask_with_retrieval(
+async def _ask_about_source(
     source: str,
     items: list[str],
     options: ScoreOptions,
     judge: CachedJudge,
+    route: Route,
+    full: Callable[[str, list[str]], str],
     build: Callable[[list[tuple[int, str]], list[str], int | None], str],
     schema: type[Any],
     field: str,
     what: str,
 ) -> list[Any]:
-    """Ask about each item (claim or question) against the passages most relevant to it; items
-    sharing passages share a call; all calls in parallel (the same round as a full-source call).
-    Returns one reply entry per item, in item order."""
+    """One reply entry per item (claim or question), in item order.
+
+    When the full-source prompt fits the budget, one call sees the whole source. Otherwise each
+    item is asked against the passages most relevant to it; items sharing passages share a call;
+    all calls in parallel (the same round as a full-source call)."""
+    prompt = full(source, items)
+    if fits(prompt, options):
+        reply = await judge.generate(
+            prompt, schema, check=lambda r: _indexed(getattr(r, field), len(items), what)
+        )
+        return _by_index(getattr(reply, field))
+    route.long = True
     passages, groups = await _retrieved_groups(source, items, options, build([], [], None))
     last = len(passages) - 1
 
@@ -447,38 +458,6 @@ async def _ask_with_retrieval(
         for i, entry in zip(group.items, reply, strict=True):
             entries[i] = entry
     return entries
-
-
-async def verify_with_retrieval(
-    source: str, claims: list[str], options: ScoreOptions, judge: CachedJudge
-) -> list[p.ClaimVerdict]:
-    """Each claim against the passages most relevant to it (long sources)."""
-    return await _ask_with_retrieval(
-        source,
-        claims,
-        options,
-        judge,
-        p.verify_claims_excerpts_prompt,
-        p.ClaimVerdicts,
-        "verdicts",
-        "verdict",
-    )
-
-
-async def answer_user_questions_with_retrieval(
-    source: str, questions: list[str], options: ScoreOptions, judge: CachedJudge
-) -> list[p.ReferenceAnswer]:
-    """Reference answers to the user's questions from the passages most relevant to each."""
-    return await _ask_with_retrieval(
-        source,
-        questions,
-        options,
-        judge,
-        p.answer_user_questions_excerpts_prompt,
-        p.ReferenceAnswers,
-        "answers",
-        "reference answer",
-    )
 
 
 async def reference_questions(
@@ -520,17 +499,18 @@ async def reference_questions(
 
     user = options.questions
     texts = [q.question for q in user]
-    prompt = p.answer_user_questions_prompt(source, texts)
-    if fits(prompt, options):
-        reply = await judge.generate(
-            prompt,
-            p.ReferenceAnswers,
-            check=lambda r: _indexed(r.answers, len(user), "reference answer"),
-        )
-        answers = _by_index(reply.answers)
-    else:
-        route.long = True
-        answers = await answer_user_questions_with_retrieval(source, texts, options, judge)
+    answers = await _ask_about_source(
+        source,
+        texts,
+        options,
+        judge,
+        route,
+        p.answer_user_questions_prompt,
+        p.answer_user_questions_excerpts_prompt,
+        p.ReferenceAnswers,
+        "answers",
+        "reference answer",
+    )
     out = []
     for q, a in zip(user, answers, strict=True):
         answer = a.reference_answer.strip()
@@ -608,17 +588,18 @@ async def check_claims(
     claims = [c.strip() for c in extracted.claims]
     if not claims:
         return []
-    prompt = p.verify_claims_prompt(source, claims)
-    if fits(prompt, options):
-        reply = await judge.generate(
-            prompt,
-            p.ClaimVerdicts,
-            check=lambda r: _indexed(r.verdicts, len(claims), "verdict"),
-        )
-        verdicts = _by_index(reply.verdicts)
-    else:
-        route.long = True
-        verdicts = await verify_with_retrieval(source, claims, options, judge)
+    verdicts = await _ask_about_source(
+        source,
+        claims,
+        options,
+        judge,
+        route,
+        p.verify_claims_prompt,
+        p.verify_claims_excerpts_prompt,
+        p.ClaimVerdicts,
+        "verdicts",
+        "verdict",
+    )
     return [
         ClaimEvidence(claim=c, verdict=v.verdict, reason=v.reason.strip(), quote=v.quote.strip())
         for c, v in zip(claims, verdicts, strict=True)
