@@ -15,6 +15,8 @@ from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 GUARD = (
+    "import os\n"
+    'os.environ["DEEPEVAL_FILE_SYSTEM"] = "READ_ONLY"  # no .deepeval/ in the repository\n'
     "import pytest_socket\n"
     'pytest_socket.socket_allow_hosts(["127.0.0.1", "localhost", "::1"])\n'
     "import socket\n"
@@ -45,6 +47,7 @@ def test_notebook_runs_offline(path: Path) -> None:
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()  # raises CellExecutionError on the first failing cell
+    assert not (path.parent / ".deepeval").exists()
 
     text = "\n".join(
         output.get("text", "") if output.get("output_type") == "stream" else ""
