@@ -30,10 +30,6 @@ class SummaryScoringError(RuntimeError):
     ``ErrorConfig(ignore_errors=True)``, which records the error and scores the other cases."""
 
 
-def _supports_option(name: str) -> bool:
-    return name in ScoreOptions.__dataclass_fields__
-
-
 class _SummaryMetricBase(BaseMetric):
     """Options, the single async measuring path and the result mapping shared by all metrics.
 
@@ -305,7 +301,7 @@ class SummarySubScoreMetric(_SummaryMetricBase):
         options = super()._score_options()
         # compute only what this metric reports (alignment and coverage need no dimension);
         # the core rejects an unknown name here, at construction
-        if self.dimensions is None and _supports_option("dimensions"):
+        if self.dimensions is None:
             options["dimensions"] = () if self.sub_score in _CORE_SCORES else (self.sub_score,)
         return options
 

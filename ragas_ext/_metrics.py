@@ -49,14 +49,6 @@ SUB_SCORES: tuple[str, ...] = (
 DIMENSIONS = SUB_SCORES[3:]
 
 
-def core_accepts(option: str) -> bool:
-    """Whether the installed core takes ``option`` (the dimension options land separately)."""
-    return option in ScoreOptions.__dataclass_fields__
-
-
-_warned: set[str] = set()
-
-
 def embedder_for(embeddings: Any) -> RagasEmbedder:
     """The single :class:`RagasEmbedder` of a Ragas embeddings object, so that options built by
     different metrics compare equal and share one evaluation per row (kept on the embeddings
@@ -122,14 +114,7 @@ class SummarySettings:
             if getattr(self, name) is not None:  # None = the core's default
                 kwargs[name] = getattr(self, name)
         if self.embeddings is not None:
-            if core_accepts("embedder"):
-                kwargs["embedder"] = embedder_for(self.embeddings)
-            elif "embedder" not in _warned:
-                _warned.add("embedder")
-                logger.warning(
-                    "this summary-eval core takes no embedder option; the Ragas embeddings "
-                    "given are not used"
-                )
+            kwargs["embedder"] = embedder_for(self.embeddings)
         return kwargs
 
     async def evaluate(self, llm: Any, source: Any, summary: Any) -> SummaryEvaluation:
