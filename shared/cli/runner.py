@@ -129,16 +129,8 @@ async def _score_one(
     except (TypeError, ValueError) as exc:  # the core rejected the input before any judge call
         return _bad(row, str(exc), sig, keys)
     except Exception as exc:  # a bug or an unexpected failure: this row only
-        return error_row(
-            row_id=row.id,
-            position=row.position,
-            input_hash=row.input_hash,
-            summary=row.summary,
-            error=f"internal error: {type(exc).__name__}: {exc}",
-            signature=sig,
-            keys=keys,
-            status=STATUS_UNSCORED,
-        )
+        error = f"internal error: {type(exc).__name__}: {exc}"
+        return _bad(row, error, sig, keys, status=STATUS_UNSCORED)
     return evaluation_row(
         row_id=row.id,
         position=row.position,
@@ -149,7 +141,10 @@ async def _score_one(
     )
 
 
-def _bad(row: InputRow, error: str, sig: str, keys: list[str]) -> Row:
+def _bad(
+    row: InputRow, error: str, sig: str, keys: list[str], status: str = STATUS_BAD_INPUT
+) -> Row:
+    """An error row for ``row``: bad input by default, unscored for an unexpected failure."""
     return error_row(
         row_id=row.id,
         position=row.position,
@@ -158,5 +153,5 @@ def _bad(row: InputRow, error: str, sig: str, keys: list[str]) -> Row:
         error=error,
         signature=sig,
         keys=keys,
-        status=STATUS_BAD_INPUT,
+        status=status,
     )
