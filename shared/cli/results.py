@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from ..pipeline import NO_JUDGE
 from ..result import SummaryEvaluation
 from .inputs import allow_large_csv_fields
 
@@ -37,9 +38,6 @@ STATUS_BAD_INPUT = "bad_input"
 STATUSES = (STATUS_OK, STATUS_UNSCORED, STATUS_BAD_INPUT)
 
 _PROVENANCE = ("reason", "error", "signature")
-
-NO_JUDGE_PREFIX = "no judge"
-"""How the core's error starts when it scored with ``judge=None`` (``shared.pipeline.NO_JUDGE``)."""
 
 
 def score_keys() -> list[str]:
@@ -81,7 +79,7 @@ def evaluation_row(
     subs = ev.sub_scores()
     evidence = ev.model_dump(mode="json", exclude=set(subs) | set(_PROVENANCE))
     error = ev.error
-    if without_judge and error is not None and error.startswith(NO_JUDGE_PREFIX):
+    if without_judge and error == NO_JUDGE:
         error = None
     return {
         "id": row_id,
