@@ -82,12 +82,13 @@ class Call:
     key: str
 
 
-MEMO: dict[str, tuple[BaseModel, int, int]] = {}
-"""Answer and token counts per (schema, prompt), for every Fake in the process. Building an
-answer (ours: matching claims to source sentences) and counting tokens with o200k is the fake's
-CPU work, done on the event loop of the system under test; a real judge does its work elsewhere.
-The 20-summary case is therefore run once untimed first (every runner), so its timed runs only
-look answers up. The answers are the same either way (deterministic)."""
+MEMO: dict[str, tuple[str, int, int]] = {}
+"""Answer (as JSON) and token counts per (schema, prompt), for every Fake in the process.
+Building an answer (ours: matching claims to source sentences) and counting tokens with o200k is
+the fake's CPU work, done on the event loop of the system under test; a real judge does its work
+elsewhere. The 20-summary case is therefore run once untimed first (every runner), so its timed
+runs only look answers up. The answers are the same either way (deterministic). Each reply is
+parsed from that JSON into the requested schema, as a real client parses a reply."""
 
 
 @dataclass
@@ -107,12 +108,11 @@ class Fake:
         key = hashlib.sha256(f"{schema.__name__}\0{prompt}".encode()).hexdigest()
         memo = MEMO.get(key)
         if memo is None:  # the fake's own CPU work; see MEMO
-            answer = self.answer(prompt, schema)
-            completion = count_tokens(answer.model_dump_json())
-            memo = MEMO[key] = (answer, count_tokens(prompt), completion)
-        answer, prompt_tokens, completion_tokens = memo
+            reply = self.answer(prompt, schema).model_dump_json()
+            memo = MEMO[key] = (reply, count_tokens(prompt), count_tokens(reply))
+        reply, prompt_tokens, completion_tokens = memo
         self.calls.append(Call(start, time.perf_counter(), prompt_tokens, completion_tokens, key))
-        return answer.model_copy(deep=True)
+        return schema.model_validate_json(reply)
 
     # -- answers ------------------------------------------------------------------------------
 

@@ -91,9 +91,12 @@ MAX_CLAIMS_PER_CALL = 40
 """Claims checked in one retrieval-based call: keeps the reply (a verdict, reason and quote per
 claim) well under common output limits."""
 
-DEFAULT_CONCURRENCY = 32
-"""Judge calls at once: enough for 20 summaries' first round (questions, claims, style) to go out
-together; lower it for rate-limited APIs."""
+DEFAULT_CONCURRENCY = 64
+"""Judge calls at once: enough for the rounds of 20 summaries scored together to go out at once
+(first round: questions + 20 claims + 20 style calls = 41; second: 20 answers + 20 checks), as
+DeepEval's 20 concurrent test cases do. At 32 the calls over the limit waited a whole round and
+their replies landed on the last round's: measured 0.77x DeepEval's wall time, 0.75x at 64
+(docs/PERFORMANCE.md). Lower it for rate-limited APIs."""
 
 IDK_ANSWERS = frozenset({"idk", "i don't know", "i do not know", "unknown", "not mentioned", ""})
 NOT_IN_SOURCE = frozenset({"not in source", "not in the source", "idk", ""})
@@ -790,9 +793,12 @@ class SharedAnalyser:
         while self._to_parse:
             batch, self._to_parse = self._to_parse, []
             try:
-                texts = await asyncio.to_thread(
-                    analyse_spacy, [i.text for i in batch], self._settings
-                )
+                if self._settings.needs_spacy:
+                    texts = await asyncio.to_thread(
+                        analyse_spacy, [i.text for i in batch], self._settings
+                    )
+                else:  # nothing to parse: no thread hop on the way to the judge calls
+                    texts = analyse_spacy([i.text for i in batch], self._settings)
             except Exception as exc:  # e.g. the pipeline failed to load in this thread
                 for item in batch:
                     _settle(item.parsed, error=exc)
@@ -809,10 +815,12 @@ class SharedAnalyser:
     async def _embed(self) -> None:
         while self._to_embed:
             batch, self._to_embed = self._to_embed, []
+            texts = [text for _, text in batch]
             try:
-                out = await asyncio.to_thread(
-                    add_embeddings, [text for _, text in batch], self._settings
-                )
+                if self._settings.needs_embeddings:
+                    out = await asyncio.to_thread(add_embeddings, texts, self._settings)
+                else:
+                    out = add_embeddings(texts, self._settings)
             except Exception as exc:
                 for item, _ in batch:
                     _settle(item.analysed, error=exc)
