@@ -12,6 +12,7 @@ import pytest
 
 import shared.pipeline as pipeline
 from shared import ascore_summary
+from shared import prompts as p
 from shared.dimensions import MiniLMEmbedder, load_pipeline
 from shared.testing import FakeJudge
 
@@ -124,3 +125,52 @@ def test_the_registry_is_emptied_and_embedders_never_share_a_batch(
     ]
     assert first.batches == [sentences[0]] and second.batches == [sentences[1]]
     assert "emb:mini-a" in results[0].signature and "emb:mini-b" in results[4].signature
+
+
+class InFlightJudge(FakeJudge):
+    """A FakeJudge that records the most calls it had in flight at once."""
+
+    def __init__(self, latency: float) -> None:
+        super().__init__(latency=latency)
+        self.in_flight = 0
+        self.peak = 0
+
+    async def generate(self, prompt: str, schema: Any) -> Any:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            return await super().generate(prompt, schema)
+        finally:
+            self.in_flight -= 1
+
+
+def _twenty_summaries_at_once(**options: Any) -> InFlightJudge:
+    judge = InFlightJudge(latency=0.3)
+    summaries = [f"{s} (variant {i})" for i, s in enumerate(SUMMARIES * 4)]
+
+    async def run() -> list[Any]:
+        return await asyncio.gather(
+            *(ascore_summary(SOURCE, s, judge=judge, dimensions=(), **options) for s in summaries)
+        )
+
+    results = asyncio.run(run())
+    assert all(r.score is not None for r in results)
+    assert judge.calls[p.SCHEMA_FOR_TASK["generate_questions"].__name__] == 1  # shared source
+    return judge
+
+
+def _second_round(judge: FakeJudge) -> int:
+    """Calls of the second round: answers from the summary and claim checks."""
+    return sum(
+        judge.calls[p.SCHEMA_FOR_TASK[t].__name__] for t in ("answer_from_summary", "verify_claims")
+    )
+
+
+def test_default_concurrency_sends_a_round_of_twenty_summaries_at_once() -> None:
+    """The second round of 20 summaries is about 40 calls (answers and claim checks); with the
+    default limit none of them waits for a slot, so none lands a round late
+    (docs/PERFORMANCE.md)."""
+    judge = _twenty_summaries_at_once()
+    assert _second_round(judge) > 32  # more than the old default let through
+    assert judge.peak == _second_round(judge)
+    assert _twenty_summaries_at_once(concurrency=8).peak == 8  # the limit still holds
