@@ -699,17 +699,36 @@ def unscored(error: str, sig: str, **evidence: Any) -> SummaryEvaluation:
     )
 
 
+async def _parse_off_loop(
+    texts: Sequence[str], settings: DimensionSettings
+) -> list[TextAnalysis | None]:
+    """:func:`analyse_spacy` in a worker thread, or at once when no dimension needs spaCy (then
+    it only returns placeholders, and a thread hop would only delay the judge calls)."""
+    if settings.needs_spacy:
+        return await asyncio.to_thread(analyse_spacy, texts, settings)
+    return analyse_spacy(texts, settings)
+
+
+async def _embed_off_loop(
+    texts: Sequence[TextAnalysis | None], settings: DimensionSettings
+) -> list[SummaryAnalysis]:
+    """:func:`add_embeddings` in a worker thread, or at once when no dimension embeds."""
+    if settings.needs_embeddings:
+        return await asyncio.to_thread(add_embeddings, texts, settings)
+    return add_embeddings(texts, settings)
+
+
 class BatchAnalysis:
     """The CPU side of a batch, started at once in worker threads: one ``nlp.pipe`` over every
     summary, then one ``embed`` call over all their sentences. The style call of a summary waits
     only for the spaCy part (it needs the sentences), the dimensions for both."""
 
     def __init__(self, texts: Sequence[str], settings: DimensionSettings) -> None:
-        self._spacy = asyncio.ensure_future(asyncio.to_thread(analyse_spacy, texts, settings))
+        self._spacy = asyncio.ensure_future(_parse_off_loop(texts, settings))
         self._full = asyncio.ensure_future(self._embed(settings))
 
     async def _embed(self, settings: DimensionSettings) -> list[SummaryAnalysis]:
-        return await asyncio.to_thread(add_embeddings, await self._spacy, settings)
+        return await _embed_off_loop(await self._spacy, settings)
 
     async def text(self, index: int) -> TextAnalysis | None:
         return (await self._spacy)[index]
@@ -793,12 +812,7 @@ class SharedAnalyser:
         while self._to_parse:
             batch, self._to_parse = self._to_parse, []
             try:
-                if self._settings.needs_spacy:
-                    texts = await asyncio.to_thread(
-                        analyse_spacy, [i.text for i in batch], self._settings
-                    )
-                else:  # nothing to parse: no thread hop on the way to the judge calls
-                    texts = analyse_spacy([i.text for i in batch], self._settings)
+                texts = await _parse_off_loop([i.text for i in batch], self._settings)
             except Exception as exc:  # e.g. the pipeline failed to load in this thread
                 for item in batch:
                     _settle(item.parsed, error=exc)
@@ -815,12 +829,8 @@ class SharedAnalyser:
     async def _embed(self) -> None:
         while self._to_embed:
             batch, self._to_embed = self._to_embed, []
-            texts = [text for _, text in batch]
             try:
-                if self._settings.needs_embeddings:
-                    out = await asyncio.to_thread(add_embeddings, texts, self._settings)
-                else:
-                    out = add_embeddings(texts, self._settings)
+                out = await _embed_off_loop([text for _, text in batch], self._settings)
             except Exception as exc:
                 for item, _ in batch:
                     _settle(item.analysed, error=exc)

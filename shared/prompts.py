@@ -526,9 +526,13 @@ def prompt_hashes() -> dict[str, str]:
 def _prompt_hashes() -> tuple[tuple[str, str], ...]:
     # the templates and schemas are module constants: hashed once per process
     return tuple(
-        (task, _digest(_DATA_RULE, template, schema_fingerprint(schema))[:12])
-        for task, (template, schema) in PROMPTS.items()
+        (task, _task_hash(template, schema)) for task, (template, schema) in PROMPTS.items()
     )
+
+
+def _task_hash(template: str, schema: type[BaseModel]) -> str:
+    """12 hex digits over the data rule, one template and its output schema."""
+    return _digest(_DATA_RULE, template, schema_fingerprint(schema))[:12]
 
 
 @functools.cache
@@ -542,7 +546,7 @@ def long_prompts_hash() -> str:
     """Hash of the long-source templates and schemas (8 hex digits); in a signature only when a
     long-source template was used (``|long:<hash>``)."""
     parts = [
-        f"{task}={_digest(_DATA_RULE, template, schema_fingerprint(schema))[:12]}"
+        f"{task}={_task_hash(template, schema)}"
         for task, (template, schema) in sorted(LONG_PROMPTS.items())
     ]
     return _digest(*parts)[:8]
