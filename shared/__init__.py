@@ -2,7 +2,10 @@
 
 Public face: score one or many summaries (``score_summary``/``ascore_summary`` and the batch
 forms), the :class:`Judge` protocol with :class:`OpenAIJudge` and the robust wrappers, and the
-result type :class:`SummaryEvaluation`. Test helpers live in :mod:`shared.testing`.
+result type :class:`SummaryEvaluation`, the options (:mod:`shared.options`) and the list of
+sub-scores (:mod:`shared.subscores`). Test helpers live in :mod:`shared.testing`; what framework
+adapters need beyond this lives in :mod:`shared.adapter_kit`. Modules with a leading underscore
+(and :mod:`shared.pipeline`'s helpers) are internal.
 """
 
 from ._version import __version__
@@ -25,11 +28,16 @@ from .judge import (
     robust_judge,
 )
 from .openai_judge import OpenAIJudge
-from .pipeline import (
+from .options import (
     DEFAULT_CONCURRENCY,
+    DEFAULT_CONTEXT_BUDGET,
     DEFAULT_N,
+    OPTION_NAMES,
     ScoreOptions,
+    ScoreOptionsKwargs,
     UserQuestion,
+)
+from .pipeline import (
     ascore_summaries,
     ascore_summary,
     score_summaries,
@@ -38,11 +46,17 @@ from .pipeline import (
 )
 from .result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
 from .scoring import alignment_ratio, combine_scores, f_beta, weighted_coverage
+from .subscores import DIMENSION_NAMES, SUB_SCORE_NAMES, SUB_SCORES, SubScore
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
+    "DEFAULT_CONTEXT_BUDGET",
     "DEFAULT_N",
     "DIMENSIONS",
+    "DIMENSION_NAMES",
+    "OPTION_NAMES",
+    "SUB_SCORES",
+    "SUB_SCORE_NAMES",
     "CachedJudge",
     "ClaimEvidence",
     "DimensionEvidence",
@@ -58,6 +72,8 @@ __all__ = [
     "QuestionEvidence",
     "SQLiteStore",
     "ScoreOptions",
+    "ScoreOptionsKwargs",
+    "SubScore",
     "SummaryEvaluation",
     "UserQuestion",
     "ValidatingJudge",

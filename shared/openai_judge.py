@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import weakref
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
+from ._replies import parse_json_reply
 from .judge import JudgeOutputError
 
 T = TypeVar("T", bound=BaseModel)
@@ -27,7 +27,6 @@ SYSTEM_PROMPT = (
     "You are a careful, strict evaluator of summaries. Follow the task exactly and reply with a "
     "single JSON object only."
 )
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
 class OpenAIJudge:
@@ -172,20 +171,3 @@ class OpenAIJudge:
                 "reply cut off at the token limit (finish_reason=length)", content
             )
         return content
-
-
-def parse_json_reply(content: str, schema: type[T]) -> T:
-    """Parse a model's text reply into ``schema``; code fences are tolerated, nothing else is."""
-    text = content.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1)
-    try:
-        return schema.model_validate_json(text)
-    except ValidationError as exc:
-        snippet = text if len(text) <= 200 else text[:200] + "…"
-        raise JudgeOutputError(
-            f"reply is not valid {schema.__name__} JSON: {exc.errors()[0]['msg']}"
-            f" (reply: {snippet!r})",
-            content,
-        ) from exc

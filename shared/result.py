@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from .dimensions.evidence import DimensionEvidence
 from .prompts import Verdict
+from .subscores import SUB_SCORE_NAMES
 
 
 class QuestionEvidence(BaseModel):
@@ -42,9 +43,9 @@ class SummaryEvaluation(BaseModel):
     reason in ``dimension_evidence`` without unscoring the result.
     """
 
-    score: float | None
-    alignment: float | None
-    coverage: float | None
+    score: float | None = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    alignment: float | None = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    coverage: float | None = Field(ge=0.0, le=1.0, allow_inf_nan=False)
     error: str | None = None
     reason: str = ""
     questions: list[QuestionEvidence] = Field(default_factory=list)
@@ -65,16 +66,7 @@ class SummaryEvaluation(BaseModel):
 
     def sub_scores(self) -> dict[str, float | None]:
         """The headline score and every sub-score by name (what adapters put in columns)."""
-        return {
-            "score": self.score,
-            "alignment": self.alignment,
-            "coverage": self.coverage,
-            "density": self.density,
-            "specificity": self.specificity,
-            "non_redundancy": self.non_redundancy,
-            "coherence": self.coherence,
-            "conciseness": self.conciseness,
-        }
+        return {name: getattr(self, name) for name in SUB_SCORE_NAMES}
 
     def to_row(self) -> dict[str, Any]:
         """A flat dict for tables: sub-scores, reason, error, signature."""

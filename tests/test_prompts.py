@@ -4,9 +4,8 @@ If this fails after an intended prompt edit, update the pinned values here and s
 commit: every earlier score's signature names the old hash.
 """
 
+from shared import ScoreOptions, signature
 from shared import prompts as p
-from shared import signature
-from shared.pipeline import ScoreOptions
 from shared.testing import FakeJudge
 
 PINNED_TASK_HASHES = {
