@@ -28,8 +28,8 @@ class SummaryQuality(BaseMetric):
     """Alignment/coverage F-beta of a summary (or one sub-score), collections style.
 
     Same options as :class:`ragas_ext.SummaryQuality` (every core option, by keyword);
-    ``sub_score`` picks which number is the value (default the headline ``score``). Like Ragas's own collections metrics it requires an
-    instructor LLM (``llm_factory``).
+    ``sub_score`` picks which number is the value (default the headline ``score``). Like Ragas's
+    own collections metrics it requires an instructor LLM (``llm_factory``).
     """
 
     llm: InstructorBaseRagasLLM

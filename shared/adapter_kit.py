@@ -5,6 +5,7 @@
 - :func:`run_sync`: run a coroutine from sync code, inside a running event loop too.
 - :func:`parse_json_reply`, :func:`strip_code_fence`, :func:`validation_summary`: the one way a
   text reply becomes a validated schema instance, and the one wording of what was wrong.
+- :data:`NO_JUDGE`: the ``error`` of an evaluation made without a judge.
 - The option declaration (:class:`OptionFields`, :data:`DEFAULTS`, :data:`OPTION_NAMES`) and
   the sub-score list (:data:`SUB_SCORES`), re-exported so an adapter imports only this module
   and ``shared``.
@@ -19,6 +20,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from ._compose import NO_JUDGE
 from ._replies import parse_json_reply, strip_code_fence
 from .judge import validation_summary
 from .options import (
@@ -147,13 +149,14 @@ __all__ = [
     "DIMENSION_NAMES",
     "HEADLINE",
     "JUDGE_ONLY",
+    "NO_JUDGE",
     "OPTION_NAMES",
     "SUB_SCORES",
     "SUB_SCORE_NAMES",
     "OptionFields",
     "ScoreOptions",
-    "SubScore",
     "ScoreOptionsKwargs",
+    "SubScore",
     "attached",
     "check_names",
     "option_help",

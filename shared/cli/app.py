@@ -31,6 +31,8 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from .. import SUB_SCORES, ScoreOptions
+from ..adapter_kit import DEFAULTS, JUDGE_ONLY, option_help
 from .inputs import Columns, InputError, detect_format, read_rows
 from .report import ReportInfo, write_report
 from .results import (
@@ -173,17 +175,32 @@ def score(
     no_judge: Annotated[
         bool, typer.Option("--no-judge", help="Score only what needs no judge, even if one is set.")
     ] = False,
-    n: Annotated[int, typer.Option("--n", help="Questions generated per source.")] = 10,
-    beta: Annotated[float, typer.Option(help="F-beta weight of coverage over alignment.")] = 1.0,
-    combine: Annotated[str, typer.Option(help="fbeta or min (DeepEval's rule).")] = "fbeta",
+    n: Annotated[int, typer.Option("--n", help=option_help("n"))] = DEFAULTS.n,
+    beta: Annotated[float, typer.Option(help=option_help("beta"))] = DEFAULTS.beta,
+    combine: Annotated[str, typer.Option(help=option_help("combine"))] = DEFAULTS.combine,
     dimensions: Annotated[
         str | None,
         typer.Option(help="Comma-separated text dimensions to compute (default: all)."),
     ] = None,
     concurrency: Annotated[
         int, typer.Option(min=1, help="Rows scored at once, and judge calls in flight at most.")
-    ] = 8,
-    retries: Annotated[int, typer.Option(min=0, help="Retries of an invalid judge reply.")] = 2,
+    ] = DEFAULTS.concurrency,
+    retries: Annotated[int, typer.Option(min=0, help=option_help("retries"))] = DEFAULTS.retries,
+    spacy_model: Annotated[
+        str, typer.Option(help=option_help("spacy_model"))
+    ] = DEFAULTS.spacy_model,
+    density_target: Annotated[
+        float, typer.Option(help=option_help("density_target"))
+    ] = DEFAULTS.density_target,
+    density_tolerance: Annotated[
+        float, typer.Option(help=option_help("density_tolerance"))
+    ] = DEFAULTS.density_tolerance,
+    coherence_formula: Annotated[
+        str, typer.Option(help=option_help("coherence_formula"))
+    ] = DEFAULTS.coherence_formula,
+    context_budget: Annotated[
+        int, typer.Option(help=option_help("context_budget"))
+    ] = DEFAULTS.context_budget,
     cache: Annotated[
         Path | None,
         typer.Option(help="SQLite judge cache (default: the user's cache directory)."),
@@ -213,13 +230,21 @@ def score(
         raise _usage_error(str(exc)) from None
     report_path = None if no_report else (report or default_report(output))
 
-    options: dict[str, Any] = {"n": n, "beta": beta, "combine": combine}
+    options: dict[str, Any] = {
+        "n": n,
+        "beta": beta,
+        "combine": combine,
+        "spacy_model": spacy_model,
+        "density_target": density_target,
+        "density_tolerance": density_tolerance,
+        "coherence_formula": coherence_formula,
+        "context_budget": context_budget,
+    }
     if dimensions is not None:
         options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
-    from ..pipeline import ScoreOptions
 
-    try:
-        ScoreOptions.from_kwargs(dict(options))
+    try:  # retries and concurrency shape the judge wrapper built below; check them alike
+        ScoreOptions.from_kwargs({**options, "retries": retries, "concurrency": concurrency})
     except (TypeError, ValueError) as exc:
         raise _usage_error(f"bad option: {exc}") from None
 
@@ -316,15 +341,7 @@ def score(
 
 
 TABLE_ROWS = 25
-SHORT_NAMES = {
-    "alignment": "align",
-    "coverage": "cover",
-    "density": "dens",
-    "specificity": "spec",
-    "non_redundancy": "nonred",
-    "coherence": "coher",
-    "conciseness": "concis",
-}
+SHORT_NAMES = {s.name: s.short for s in SUB_SCORES if s.short != s.name}
 
 
 def _table_caption(shown: list[str]) -> str:
@@ -353,7 +370,7 @@ def _print_table(rows: list[Row], keys: list[str]) -> None:
         out.print(f"… and {len(rows) - TABLE_ROWS} more rows in the results file.")
 
 
-NEEDS_JUDGE = ("score", "alignment", "coverage", "specificity")
+NEEDS_JUDGE = JUDGE_ONLY
 """The columns only a judge fills (non_redundancy falls back to its deterministic part)."""
 
 

@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from ..pipeline import NO_JUDGE
-from ..result import SummaryEvaluation
+from .. import SUB_SCORE_NAMES, SummaryEvaluation
+from ..adapter_kit import NO_JUDGE
 from .inputs import allow_large_csv_fields
 
 ResultFormat = Literal["jsonl", "csv"]
@@ -41,12 +41,9 @@ _PROVENANCE = ("reason", "error", "signature")
 
 
 def score_keys() -> list[str]:
-    """The names :meth:`SummaryEvaluation.sub_scores` reports, read from the core itself so a new
-    dimension becomes a column without any change here."""
-    required = {
-        name: None for name, info in SummaryEvaluation.model_fields.items() if info.is_required()
-    }
-    return list(SummaryEvaluation.model_construct(**required).sub_scores())
+    """Every sub-score name, from the core's one list (:data:`shared.SUB_SCORE_NAMES`), so a
+    new dimension becomes a column without any change here."""
+    return list(SUB_SCORE_NAMES)
 
 
 def columns(keys: Iterable[str]) -> list[str]:
