@@ -134,7 +134,7 @@ _VERDICTS_REPLY = (
 def _template(role: str, task: str, blocks: Sequence[str], reply: str) -> str:
     """One template from its pieces: the task line, the role, the data rule, the instructions,
     the data blocks (named placeholders) and the reply format, separated by blank lines."""
-    parts = ["{task_line}\n" + role, "{data_rule}", task, *("{%s}" % b for b in blocks), reply]
+    parts = ["{task_line}\n" + role, "{data_rule}", task, *("{" + b + "}" for b in blocks), reply]
     return "\n\n".join(parts)
 
 
