@@ -18,15 +18,8 @@ from deepeval.metrics.utils import construct_verbose_logs, initialize_model, pre
 from deepeval.models import DeepEvalBaseLLM
 from deepeval.test_case import LLMTestCase, SingleTurnParams
 
-from shared import (
-    DIMENSION_NAMES,
-    OPTION_NAMES,
-    SUB_SCORE_NAMES,
-    ScoreOptions,
-    SummaryEvaluation,
-    ascore_summary,
-)
-from shared.adapter_kit import DEFAULTS, run_sync
+from shared import ScoreOptions, SummaryEvaluation, ascore_summary
+from shared.adapter_kit import DEFAULTS, OPTION_NAMES, SUB_SCORES, run_sync
 
 from ._judge import CaseUsage, current_usage, judge_for
 
@@ -82,27 +75,18 @@ class _SummaryMetricBase(BaseMetric):
         self.threshold = 1 if strict_mode else threshold
         self.model, self.using_native_model = initialize_model(model)
         self.evaluation_model = self.model.get_model_name()
-        self.n = n
-        self.assessment_questions = (
-            list(assessment_questions) if assessment_questions else None
-        )  # [] means "generate them", as in DeepEval
         self.include_reason = include_reason
         self.strict_mode = strict_mode
         self.async_mode = async_mode
         self.verbose_mode = verbose_mode
-        self.beta = beta
-        self.combine = combine
-        self.dimensions = None if dimensions is None else tuple(dimensions)
-        self.retries = retries
-        self.cache = cache
         self.flaky = flaky
-        self.spacy_model = spacy_model
-        self.coherence_formula = coherence_formula
-        self.concurrency = concurrency
-        self.embedder = embedder
-        self.density_target = density_target
-        self.density_tolerance = density_tolerance
-        self.context_budget = context_budget
+        given = locals()
+        for attr in OPTION_PARAMETERS.values():  # the core's options, as given
+            setattr(self, attr, given[attr])
+        self.assessment_questions = (
+            list(assessment_questions) if assessment_questions else None
+        )  # [] means "generate them", as in DeepEval
+        self.dimensions = None if dimensions is None else tuple(dimensions)
         # Bad options fail here, at construction, rather than once per test case.
         ScoreOptions.from_kwargs(self._score_options())
 
@@ -336,7 +320,7 @@ class SummarySubScoreMetric(_SummaryMetricBase):
         return f"{self.sub_score} {value:.2f}. {evaluation.reason}"
 
 
-_CORE_SCORES = frozenset(SUB_SCORE_NAMES) - frozenset(DIMENSION_NAMES)
+_CORE_SCORES = frozenset(s.name for s in SUB_SCORES if not s.dimension)
 """The headline score and the sub-scores it is made of (not text-quality dimensions)."""
 
 OPTION_PARAMETERS: dict[str, str] = {

@@ -28,17 +28,8 @@ from .chunking import Part, split_parts
 from .judge import CachedJudge, Judge, base_judge, robust_judge
 from .options import ScoreOptions
 from .result import ClaimEvidence, QuestionEvidence
-from .retrieval import BM25, group_items
+from .retrieval import TOP_PASSAGES, group_items, passage_index
 from .tokens import estimate_tokens
-
-PASSAGE_TOKENS = 300
-"""Retrieval unit for claim checks on long sources: a few sentences, so a claim's evidence is
-shown with its immediate context without spending the budget on unrelated text."""
-
-TOP_PASSAGES = 3
-"""Passages retrieved per claim (or user question). Measured on the benchmark's constructed
-case (docs/PERFORMANCE.md): the supporting sentence is in the top 3 far more often than in the
-top 1, and three passages of 300 tokens per claim keep a 25-claim summary within two calls."""
 
 MAX_CLAIMS_PER_CALL = 40
 """Claims checked in one retrieval-based call: keeps the reply (a verdict, reason and quote per
@@ -119,12 +110,6 @@ def _parts(source: str, max_tokens: int) -> tuple[Part, ...]:
     return tuple(split_parts(source, max_tokens))
 
 
-@functools.lru_cache(maxsize=4)
-def _passage_index(source: str) -> tuple[tuple[Part, ...], BM25]:
-    passages = _parts(source, PASSAGE_TOKENS)
-    return passages, BM25([part.text for part in passages])
-
-
 def _spread(index: int, count: int) -> float:
     """Bit-reversed position of ``index`` among ``count`` parts: 0, 1/2, 1/4, 3/4, … so ties in
     importance are broken evenly across the source instead of favouring its beginning."""
@@ -191,7 +176,7 @@ async def _retrieved_groups(
     """Passages per query (BM25 top :data:`TOP_PASSAGES`) packed into calls within budget."""
 
     def build() -> tuple[tuple[Part, ...], list[Any]]:
-        passages, index = _passage_index(source)
+        passages, index = passage_index(source)
         own = [index.top(q, TOP_PASSAGES) or [0] for q in queries]
         capacity = options.context_budget - estimate_tokens(empty_prompt) - 16
         sizes = [estimate_tokens(q) + 8 for q in queries]
