@@ -107,11 +107,11 @@ def unscored(error: str, sig: str, **evidence: Any) -> SummaryEvaluation:
     )
 
 
-def _dimension_fields(evidence: DimensionEvidence) -> dict[str, Any]:
+def dimension_fields(evidence: DimensionEvidence) -> dict[str, Any]:
     return {**evidence.scores(), "dimension_evidence": evidence}
 
 
-def _dimension_line(evidence: DimensionEvidence) -> str:
+def dimension_line(evidence: DimensionEvidence) -> str:
     """One sentence on the dimensions for the reason (scores, or why a dimension has none)."""
     parts = []
     for name in DIMENSIONS:
@@ -125,7 +125,7 @@ def _dimension_line(evidence: DimensionEvidence) -> str:
     return f"Dimensions: {'; '.join(parts)}." if parts else ""
 
 
-def _failure_text(exc: BaseException) -> str:
+def failure_text(exc: BaseException) -> str:
     if isinstance(exc, JudgeFailed):
         return str(exc)
     return f"judge call failed: {type(exc).__name__}: {exc}"

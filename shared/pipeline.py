@@ -35,10 +35,10 @@ from typing import Unpack
 
 from ._compose import (
     NO_JUDGE,
-    _dimension_fields,
-    _dimension_line,
-    _failure_text,
     compose_reason,
+    dimension_fields,
+    dimension_line,
+    failure_text,
     signature,
     unscored,
 )
@@ -91,7 +91,7 @@ async def _dimensions(
             try:
                 review = await review_style(sentences, judge)
             except Exception as exc:
-                problem = _failure_text(exc)
+                problem = failure_text(exc)
         analysis = await batch.analysis(index)
         return build_evidence(settings, source, summary, analysis, review, problem)
     except Exception as exc:
@@ -117,15 +117,15 @@ async def _evaluate(
             coverage=0.0,
             reason="Score 0.00: the summary is empty, so it covers nothing and claims nothing.",
             signature=sig,
-            **_dimension_fields(unavailable_evidence(settings, source)),
+            **dimension_fields(unavailable_evidence(settings, source)),
         )
     if batch is None:  # a single call: share the CPU work with concurrent calls in this loop
         batch, index = SharedAnalyser.join(summary, settings)
     dimensions_side = _dimensions(source, summary, judge, settings, batch, index)
     if judge is None:
         dims = await dimensions_side
-        result = unscored(NO_JUDGE, sig, **_dimension_fields(dims))
-        line = _dimension_line(dims)
+        result = unscored(NO_JUDGE, sig, **dimension_fields(dims))
+        line = dimension_line(dims)
         return result.model_copy(update={"reason": f"{result.reason} {line}".strip()})
 
     route = Route()
@@ -145,13 +145,13 @@ async def _evaluate(
         raise dims  # only cancellation gets here
     if route.long:
         sig = signature(judge, options, long=True)
-    extra = _dimension_fields(dims)
+    extra = dimension_fields(dims)
     failures = [r for r in results if isinstance(r, BaseException)]
     if failures:
         for f in failures:
             if not isinstance(f, Exception):
                 raise f  # cancellation, KeyboardInterrupt: not ours to swallow
-        return unscored("; ".join(_failure_text(f) for f in failures), sig, **extra)
+        return unscored("; ".join(failure_text(f) for f in failures), sig, **extra)
     questions, claims = results  # type: ignore[misc]
     counted = [q for q in questions if q.counted]
     if not counted:
@@ -173,7 +173,7 @@ async def _evaluate(
             part
             for part in (
                 compose_reason(score, alignment, coverage, claims, questions, options),
-                _dimension_line(dims),
+                dimension_line(dims),
             )
             if part
         ),

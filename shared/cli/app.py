@@ -133,6 +133,11 @@ def build_judge(
     return judge, f"{inner.model_id} at {where} ({cache_text})"
 
 
+def _core(name: str, *flags: str, **kwargs: Any) -> Any:
+    """The flag of core option ``name``, with the help declared in :mod:`shared.options`."""
+    return typer.Option(*flags, help=option_help(name), **kwargs)
+
+
 @app.command()
 def score(
     input_path: Annotated[
@@ -175,9 +180,9 @@ def score(
     no_judge: Annotated[
         bool, typer.Option("--no-judge", help="Score only what needs no judge, even if one is set.")
     ] = False,
-    n: Annotated[int, typer.Option("--n", help=option_help("n"))] = DEFAULTS.n,
-    beta: Annotated[float, typer.Option(help=option_help("beta"))] = DEFAULTS.beta,
-    combine: Annotated[str, typer.Option(help=option_help("combine"))] = DEFAULTS.combine,
+    n: Annotated[int, _core("n", "--n")] = DEFAULTS.n,
+    beta: Annotated[float, _core("beta")] = DEFAULTS.beta,
+    combine: Annotated[str, _core("combine")] = DEFAULTS.combine,
     dimensions: Annotated[
         str | None,
         typer.Option(help="Comma-separated text dimensions to compute (default: all)."),
@@ -185,22 +190,12 @@ def score(
     concurrency: Annotated[
         int, typer.Option(min=1, help="Rows scored at once, and judge calls in flight at most.")
     ] = DEFAULTS.concurrency,
-    retries: Annotated[int, typer.Option(min=0, help=option_help("retries"))] = DEFAULTS.retries,
-    spacy_model: Annotated[
-        str, typer.Option(help=option_help("spacy_model"))
-    ] = DEFAULTS.spacy_model,
-    density_target: Annotated[
-        float, typer.Option(help=option_help("density_target"))
-    ] = DEFAULTS.density_target,
-    density_tolerance: Annotated[
-        float, typer.Option(help=option_help("density_tolerance"))
-    ] = DEFAULTS.density_tolerance,
-    coherence_formula: Annotated[
-        str, typer.Option(help=option_help("coherence_formula"))
-    ] = DEFAULTS.coherence_formula,
-    context_budget: Annotated[
-        int, typer.Option(help=option_help("context_budget"))
-    ] = DEFAULTS.context_budget,
+    retries: Annotated[int, _core("retries", min=0)] = DEFAULTS.retries,
+    spacy_model: Annotated[str, _core("spacy_model")] = DEFAULTS.spacy_model,
+    density_target: Annotated[float, _core("density_target")] = DEFAULTS.density_target,
+    density_tolerance: Annotated[float, _core("density_tolerance")] = DEFAULTS.density_tolerance,
+    coherence_formula: Annotated[str, _core("coherence_formula")] = DEFAULTS.coherence_formula,
+    context_budget: Annotated[int, _core("context_budget")] = DEFAULTS.context_budget,
     cache: Annotated[
         Path | None,
         typer.Option(help="SQLite judge cache (default: the user's cache directory)."),
