@@ -6,6 +6,7 @@ result type :class:`SummaryEvaluation`. Test helpers live in :mod:`shared.testin
 """
 
 from ._version import __version__
+from .comparison import Comparison, SubScoreComparison, UnpairedError, compare
 from .dimensions import (
     DIMENSIONS,
     DimensionEvidence,
@@ -13,6 +14,7 @@ from .dimensions import (
     MiniLMEmbedder,
     MissingSpacyModelError,
 )
+from .human_agreement import Agreement, agreement
 from .judge import (
     CachedJudge,
     Judge,
@@ -43,8 +45,10 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "DEFAULT_N",
     "DIMENSIONS",
+    "Agreement",
     "CachedJudge",
     "ClaimEvidence",
+    "Comparison",
     "DimensionEvidence",
     "Embedder",
     "Judge",
@@ -58,14 +62,18 @@ __all__ = [
     "QuestionEvidence",
     "SQLiteStore",
     "ScoreOptions",
+    "SubScoreComparison",
     "SummaryEvaluation",
+    "UnpairedError",
     "UserQuestion",
     "ValidatingJudge",
     "__version__",
+    "agreement",
     "alignment_ratio",
     "ascore_summaries",
     "ascore_summary",
     "combine_scores",
+    "compare",
     "f_beta",
     "robust_judge",
     "score_summaries",
