@@ -35,7 +35,7 @@ MIN_GROUP = 3
 """A source with fewer summaries (after leaving out empty values) gives no summary-level value."""
 MAX_CATEGORIES = 10
 """Integer labels with at most this many distinct values are treated as categories (kappa)."""
-KENDALL_BOOTSTRAP_MAX_ROWS = 5_000
+KENDALL_BOOTSTRAP_MAX_ROWS = 2_000
 """The pooled Kendall bootstrap costs resamples x rows^2; above this it reports no interval."""
 
 _WORDS = {"true": 1.0, "yes": 1.0, "pass": 1.0, "false": 0.0, "no": 0.0, "fail": 0.0}
@@ -374,10 +374,10 @@ def _pooled_level(
     offsets = (np.arange(resamples) * n)[:, None]
     weights = np.bincount((idx + offsets).ravel(), minlength=resamples * n).reshape(resamples, n)
     boot_p = np.concatenate(
-        [stats.pearson(x[idx[lo:hi]], y[idx[lo:hi]]) for lo, hi in stats._chunks(resamples, n)]
+        [stats.pearson(x[idx[lo:hi]], y[idx[lo:hi]]) for lo, hi in stats.chunks(resamples, n)]
     )
     boot_s = np.concatenate(
-        [stats.spearman(x[idx[lo:hi]], y[idx[lo:hi]]) for lo, hi in stats._chunks(resamples, n)]
+        [stats.spearman(x[idx[lo:hi]], y[idx[lo:hi]]) for lo, hi in stats.chunks(resamples, n)]
     )
     boot_k = stats.kendall_weighted(x, y, weights) if n <= KENDALL_BOOTSTRAP_MAX_ROWS else None
     return LevelAgreement(

@@ -85,6 +85,14 @@ def kendall_weighted(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.nd
     s_sum = np.zeros(w.shape[0])
     tx_sum = np.zeros(w.shape[0])
     ty_sum = np.zeros(w.shape[0])
+    total = w.sum(axis=1)
+    sq = (w * w).sum(axis=1)
+    # without ties the only "tied" ordered pairs are the diagonal, whose sum is sq: skip the
+    # tie products (scores are usually all distinct; ratings are not)
+    ties_x = len(np.unique(x)) < n
+    ties_y = len(np.unique(y)) < n
+    tx_sum = tx_sum if ties_x else sq.copy()
+    ty_sum = ty_sum if ties_y else sq.copy()
     block = max(1, CHUNK_CELLS // max(n, 1))
     for lo in range(0, n, block):
         hi = min(n, lo + block)
@@ -92,13 +100,11 @@ def kendall_weighted(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.nd
         dy = np.sign(y[:, None] - y[None, lo:hi])
         wb = w[:, lo:hi]
         s_sum += ((w @ (dx * dy)) * wb).sum(axis=1)
-        ex = (dx == 0).astype(float)
-        ey = (dy == 0).astype(float)
-        # the diagonal (i == j) is in ex / ey; removed below with the self pairs
-        tx_sum += ((w @ ex) * wb).sum(axis=1)
-        ty_sum += ((w @ ey) * wb).sum(axis=1)
-    total = w.sum(axis=1)
-    sq = (w * w).sum(axis=1)
+        # the diagonal (i == j) is in the tie sums; removed below with the self pairs
+        if ties_x:
+            tx_sum += ((w @ (dx == 0).astype(float)) * wb).sum(axis=1)
+        if ties_y:
+            ty_sum += ((w @ (dy == 0).astype(float)) * wb).sum(axis=1)
     pairs = total * (total - 1) / 2.0
     # ordered-pair sums count each unordered pair twice; the diagonal adds sum(w^2), of which
     # sum(w (w - 1)) / 2 are real (self) tied pairs
@@ -134,7 +140,9 @@ def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> float:
     return (p_o - p_e) / (1.0 - p_e)
 
 
-def _chunks(total: int, n: int) -> list[tuple[int, int]]:
+def chunks(total: int, n: int) -> list[tuple[int, int]]:
+    """(start, stop) blocks of ``total`` trials, each at most :data:`CHUNK_CELLS` / n trials, so
+    a block of trials x n cells stays within the memory bound."""
     step = max(1, CHUNK_CELLS // max(n, 1))
     return [(lo, min(total, lo + step)) for lo in range(0, total, step)]
 
@@ -148,7 +156,7 @@ def bootstrap_means(diffs: np.ndarray, resamples: int, rng: np.random.Generator)
         d = d[:, None]
     n = d.shape[0]
     out = np.empty((resamples, d.shape[1]))
-    for lo, hi in _chunks(resamples, n * d.shape[1]):
+    for lo, hi in chunks(resamples, n * d.shape[1]):
         idx = rng.integers(0, n, size=(hi - lo, n))
         out[lo:hi] = d[idx].mean(axis=1)
     return out
@@ -167,7 +175,7 @@ def randomization_sums(diffs: np.ndarray, trials: int, rng: np.random.Generator)
     total = d.sum(axis=0)
     out = np.empty((trials, d.shape[1]))
     nbytes = (n + 7) // 8
-    for lo, hi in _chunks(trials, n):
+    for lo, hi in chunks(trials, n):
         raw = rng.integers(0, 256, size=(hi - lo, nbytes), dtype=np.uint8)
         bits = np.unpackbits(raw, axis=1, count=n).astype(float)
         out[lo:hi] = total - 2.0 * (bits @ d)

@@ -48,12 +48,18 @@ def test_kendall_by_hand() -> None:
 
 
 def test_weighted_kendall_equals_kendall_of_the_expanded_rows() -> None:
-    x, y = np.array(X, float), np.array(Y, float)
     weights = np.array([[2, 1, 1, 0, 1], [1, 1, 1, 1, 1], [0, 0, 3, 1, 1]], float)
-    got = stats.kendall_weighted(x, y, weights)
-    for row, value in zip(weights, got, strict=True):
-        expanded = np.repeat(np.arange(5), row.astype(int))
-        assert value == pytest.approx(stats.kendall(x[expanded], y[expanded]))
+    for xs, ys in ((X, Y), ([1, 1, 2, 3, 5], [1, 2, 2, 3, 3])):  # without ties, with ties
+        x, y = np.array(xs, float), np.array(ys, float)
+        got = stats.kendall_weighted(x, y, weights)
+        for row, value in zip(weights, got, strict=True):
+            expanded = np.repeat(np.arange(5), row.astype(int))
+            assert value == pytest.approx(stats.kendall(x[expanded], y[expanded]))
+    # a tau-b by hand on an expanded resample: rows 0, 0, 1, 2, 4 of X, Y = x 1 1 2 3 5,
+    # y 3 3 1 2 4; of 10 pairs 1 is tied in both, 5 concordant, 4 discordant: 1 / sqrt(9 * 9)
+    assert stats.kendall_weighted(np.array(X, float), np.array(Y, float), weights[:1])[
+        0
+    ] == pytest.approx(1 / 9)
     rows = kendall_rows(
         np.array([X, [1, 1, 2, 3, 4]], float), np.array([Y, [1, 2, 2, 3, 4]], float)
     )

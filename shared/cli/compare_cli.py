@@ -278,6 +278,11 @@ def render_compare_report(result: Comparison, info: CompareInfo, *, worst: int =
         worst=worst_rows,
         names=names,
         has_text=any(r.summary_a or r.summary_b for r in worst_rows),
+        rank_by=(
+            "the headline score's delta"
+            if "score" in names
+            else "the mean of the row's sub-score deltas (no headline score was compared)"
+        ),
     )
 
 
@@ -349,6 +354,8 @@ TEMPLATE = r"""<!DOCTYPE html>
 </table>
 
 <h2>Worst regressions</h2>
+<p class="muted">Rows where B scores lower than A, worst first (at most <code>--worst</code>),
+ ranked by {{ rank_by }}; per-sub-score deltas, then both summaries.</p>
 {% if not worst %}<p class="muted" id="no-regressions">No row where B scores lower.</p>{% endif %}
 {% if worst and not has_text %}<p class="muted">The results files carry no summary text.</p>
 {% endif %}
