@@ -294,3 +294,16 @@ def test_cli_writes_html_and_json_and_never_overwrites_an_input(tmp_path: Path) 
     cov = next(s for s in payload["sub_scores"] if s["name"] == "coverage")
     assert cov["n"] == 11 and cov["unscored_b"] == 1
     assert "coverage: left out 0 rows empty in A only, 1 in B only, 0 in both" in text
+
+
+def test_cli_refuses_a_file_that_is_not_a_results_file(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.results.jsonl", make_rows(3))
+    scored_input = tmp_path / "input.jsonl"
+    scored_input.write_text(json.dumps({"id": "r0", "source": "s", "summary": "t"}) + "\n")
+    code, text = run_cli("compare", a, scored_input)
+    assert code == 2 and "no result rows in" in text
+    code, text = run_cli("compare", a, tmp_path / "missing.results.jsonl")
+    assert code == 2 and "not found" in text
+    code, text = run_cli("compare", a, tmp_path / "b.txt")
+    assert code == 2
+

@@ -53,6 +53,22 @@ def _check_outputs(inputs: list[Path], outputs: list[Path | None]) -> None:
         seen.add(target)
 
 
+def _check_results_file(path: Path) -> None:
+    """A readable results file with at least one row (else a clear usage error)."""
+    from .results import detect_result_format, read_results
+
+    if not path.is_file():
+        raise _usage_error(f"results file not found: {path}")
+    try:
+        detect_result_format(path)
+    except ValueError as exc:
+        raise _usage_error(str(exc)) from None
+    if not read_results(path):
+        raise _usage_error(
+            f"no result rows in {path}: expected a results file written by `summary-eval score`"
+        )
+
+
 def _write_json(path: Path, payload: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -106,8 +122,7 @@ def compare_command(
     bootstrap interval, an approximate-randomization p-value, wins/ties/losses and a verdict."""
     _check_outputs([results_a, results_b], [output, json_path])
     for path in (results_a, results_b):
-        if not path.is_file():
-            raise _usage_error(f"results file not found: {path}")
+        _check_results_file(path)
     try:
         gates = [Gate.parse(text) for text in fail_if_worse or []]
         result = compare(
@@ -419,9 +434,9 @@ def agree_command(
     (summary-level with --group-column, else pooled; system-level with --system-column), and
     accuracy and Cohen's kappa for binary or ordinal labels."""
     _check_outputs([results, labels], [json_path])
-    for path in (results, labels):
-        if not path.is_file():
-            raise _usage_error(f"file not found: {path}")
+    _check_results_file(results)
+    if not labels.is_file():
+        raise _usage_error(f"labels file not found: {labels}")
     try:
         pairs = parse_mapping(mapping)
         found = agreement(
