@@ -53,8 +53,8 @@ def _check_outputs(inputs: list[Path], outputs: list[Path | None]) -> None:
         seen.add(target)
 
 
-def _check_results_file(path: Path) -> None:
-    """A readable results file with at least one row (else a clear usage error)."""
+def _read_results_file(path: Path) -> list[dict[str, Any]]:
+    """The rows of a readable results file with at least one row (else a clear usage error)."""
     from .results import detect_result_format, read_results
 
     if not path.is_file():
@@ -63,10 +63,12 @@ def _check_results_file(path: Path) -> None:
         detect_result_format(path)
     except ValueError as exc:
         raise _usage_error(str(exc)) from None
-    if not read_results(path):
+    rows = read_results(path)
+    if not rows:
         raise _usage_error(
             f"no result rows in {path}: expected a results file written by `summary-eval score`"
         )
+    return rows
 
 
 def _write_json(path: Path, payload: dict[str, Any]) -> None:
@@ -121,13 +123,12 @@ def compare_command(
     """Is B better than A? Paired by id: per sub-score, mean A, mean B, delta with a 95 % paired
     bootstrap interval, an approximate-randomization p-value, wins/ties/losses and a verdict."""
     _check_outputs([results_a, results_b], [output, json_path])
-    for path in (results_a, results_b):
-        _check_results_file(path)
+    rows_a, rows_b = _read_results_file(results_a), _read_results_file(results_b)
     try:
         gates = [Gate.parse(text) for text in fail_if_worse or []]
         result = compare(
-            results_a,
-            results_b,
+            rows_a,
+            rows_b,
             seed=seed,
             resamples=resamples,
             trials=trials,
@@ -434,13 +435,13 @@ def agree_command(
     (summary-level with --group-column, else pooled; system-level with --system-column), and
     accuracy and Cohen's kappa for binary or ordinal labels."""
     _check_outputs([results, labels], [json_path])
-    _check_results_file(results)
+    result_rows = _read_results_file(results)
     if not labels.is_file():
         raise _usage_error(f"labels file not found: {labels}")
     try:
         pairs = parse_mapping(mapping)
         found = agreement(
-            results,
+            result_rows,
             labels,
             pairs,
             id_column=id_column,
