@@ -9,6 +9,7 @@ adapters need beyond this lives in :mod:`shared.adapter_kit`. Modules with a lea
 """
 
 from ._version import __version__
+from .comparison import Comparison, SubScoreComparison, UnpairedError, compare
 from .dimensions import (
     DIMENSIONS,
     DimensionEvidence,
@@ -16,6 +17,7 @@ from .dimensions import (
     MiniLMEmbedder,
     MissingSpacyModelError,
 )
+from .human_agreement import Agreement, agreement
 from .judge import (
     CachedJudge,
     Judge,
@@ -57,8 +59,10 @@ __all__ = [
     "OPTION_NAMES",
     "SUB_SCORES",
     "SUB_SCORE_NAMES",
+    "Agreement",
     "CachedJudge",
     "ClaimEvidence",
+    "Comparison",
     "DimensionEvidence",
     "Embedder",
     "Judge",
@@ -74,14 +78,18 @@ __all__ = [
     "ScoreOptions",
     "ScoreOptionsKwargs",
     "SubScore",
+    "SubScoreComparison",
     "SummaryEvaluation",
+    "UnpairedError",
     "UserQuestion",
     "ValidatingJudge",
     "__version__",
+    "agreement",
     "alignment_ratio",
     "ascore_summaries",
     "ascore_summary",
     "combine_scores",
+    "compare",
     "f_beta",
     "robust_judge",
     "score_summaries",

@@ -429,3 +429,13 @@ def _numeric_columns(rows: list[Row]) -> list[str]:
             if key not in skip and isinstance(value, float):
                 seen.setdefault(key)
     return list(seen)
+
+
+def _register_extra_commands() -> None:
+    """``compare`` and ``agree`` live in their own module (they read results, score nothing)."""
+    from .compare_cli import register
+
+    register(app)
+
+
+_register_extra_commands()
