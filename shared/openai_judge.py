@@ -174,7 +174,7 @@ class OpenAIJudge:
         self._confirmed: set[Mode] = set()
         self._probe_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]
         self._probe_locks = weakref.WeakKeyDictionary()
-        self._context_window: int | None | Literal[False] = False  # False: not asked yet
+        self._context_window: int | Literal[False] | None = False  # False: not asked yet
         self.mode_notes: list[str] = []
         """Why a mode was left (one line per step down), for check_judge and reports."""
         self.usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
