@@ -24,6 +24,7 @@ from .judge import (
     ValidatingJudge,
     robust_judge,
 )
+from .judge_check import JudgeCheck, acheck_judge, check_judge
 from .openai_judge import OpenAIJudge
 from .pipeline import (
     DEFAULT_CONCURRENCY,
@@ -48,6 +49,7 @@ __all__ = [
     "DimensionEvidence",
     "Embedder",
     "Judge",
+    "JudgeCheck",
     "JudgeFailed",
     "JudgeOutputError",
     "LimitedJudge",
@@ -62,9 +64,11 @@ __all__ = [
     "UserQuestion",
     "ValidatingJudge",
     "__version__",
+    "acheck_judge",
     "alignment_ratio",
     "ascore_summaries",
     "ascore_summary",
+    "check_judge",
     "combine_scores",
     "f_beta",
     "robust_judge",

@@ -445,14 +445,21 @@ def stub_server(
                 _message_text(m.get("content")) for m in messages if m.get("role") == "user"
             )
             schema = _schema_for(request, prompt, known)
-            if schema is None:
+            sent_schema = (response_format.get("json_schema") or {}).get(
+                "schema"
+            ) or response_format.get("schema")
+            if schema is None and isinstance(sent_schema, dict):
+                # a schema the fake has no builder for (a probe's): its smallest valid instance
+                content = json.dumps(minimal_instance(sent_schema))
+            elif schema is None:
                 self._send(400, {"error": {"message": "stub: cannot tell which schema to answer"}})
                 return
-            try:
-                content = fake.answer_text(prompt, schema)
-            except Exception as exc:  # a scripted exception: the server fails this request
-                self._send(500, {"error": {"message": f"stub: {exc}"}})
-                return
+            else:
+                try:
+                    content = fake.answer_text(prompt, schema)
+                except Exception as exc:  # a scripted exception: the server fails this request
+                    self._send(500, {"error": {"message": f"stub: {exc}"}})
+                    return
             prompt_tokens = sum(len(_message_text(m.get("content"))) for m in messages) // 4
             if context_window is not None:
                 prompt_tokens = min(prompt_tokens, context_window)

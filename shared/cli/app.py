@@ -109,6 +109,7 @@ def build_judge(
     retries: int,
     concurrency: int,
     cache: Path | None,
+    timeout: float = 120.0,
 ) -> tuple[Any, str]:
     """The wrapped OpenAI-compatible judge and its description, or (None, why there is none)."""
     env_configured = bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
@@ -120,10 +121,15 @@ def build_judge(
     from ..openai_judge import OpenAIJudge
 
     try:
-        inner = OpenAIJudge(model, base_url=base_url)
+        inner = OpenAIJudge(model, base_url=base_url, timeout=timeout)
     except ValueError as exc:
         raise _usage_error(f"cannot configure the judge: {exc}") from None
     where = str(inner.client.base_url).rstrip("/")
+    from .check_judge import ensure_reachable
+
+    problem = ensure_reachable(where, inner.client.api_key, timeout)
+    if problem:
+        raise _usage_error(f"the judge is not reachable: {problem}")
     judge = robust_judge(
         inner, retries=retries, cache=cache if cache is not None else False, concurrency=concurrency
     )
@@ -184,6 +190,10 @@ def score(
         int, typer.Option(min=1, help="Rows scored at once, and judge calls in flight at most.")
     ] = 8,
     retries: Annotated[int, typer.Option(min=0, help="Retries of an invalid judge reply.")] = 2,
+    timeout: Annotated[
+        float,
+        typer.Option(min=1, help="Seconds one judge call may take before it counts as failed."),
+    ] = 120.0,
     cache: Annotated[
         Path | None,
         typer.Option(help="SQLite judge cache (default: the user's cache directory)."),
@@ -231,6 +241,7 @@ def score(
         retries=retries,
         concurrency=concurrency,
         cache=cache_path,
+        timeout=timeout,
     )
     if judge is None:
         err.print(
@@ -417,3 +428,8 @@ def _numeric_columns(rows: list[Row]) -> list[str]:
             if key not in skip and isinstance(value, float):
                 seen.setdefault(key)
     return list(seen)
+
+
+from .check_judge import check_judge_command  # noqa: E402  (the command lives in its own module)
+
+app.command("check-judge")(check_judge_command)
