@@ -36,7 +36,11 @@ def check_judge_command(
     from ..openai_judge import OpenAIJudge
 
     try:
-        judge = OpenAIJudge(model, base_url=base_url, timeout=timeout, max_retries=1)
+        # max_tokens: a probe, not a run; a grammar-bound small model may otherwise write on
+        # until the context is full
+        judge = OpenAIJudge(
+            model, base_url=base_url, timeout=timeout, max_retries=1, max_tokens=512
+        )
     except ValueError as exc:
         err.print(f"[bold red]error:[/] cannot configure the judge: {exc}")
         raise typer.Exit(2) from None
