@@ -29,6 +29,7 @@ from .judge import (
     ValidatingJudge,
     robust_judge,
 )
+from .judge_check import JudgeCheck, acheck_judge, check_judge
 from .openai_judge import OpenAIJudge
 from .options import (
     DEFAULT_CONCURRENCY,
@@ -66,6 +67,7 @@ __all__ = [
     "DimensionEvidence",
     "Embedder",
     "Judge",
+    "JudgeCheck",
     "JudgeFailed",
     "JudgeOutputError",
     "LimitedJudge",
@@ -84,10 +86,12 @@ __all__ = [
     "UserQuestion",
     "ValidatingJudge",
     "__version__",
+    "acheck_judge",
     "agreement",
     "alignment_ratio",
     "ascore_summaries",
     "ascore_summary",
+    "check_judge",
     "combine_scores",
     "compare",
     "f_beta",

@@ -151,7 +151,9 @@ async def _evaluate(
         for f in failures:
             if not isinstance(f, Exception):
                 raise f  # cancellation, KeyboardInterrupt: not ours to swallow
-        return unscored("; ".join(failure_text(f) for f in failures), sig, **extra)
+        # both sides often fail for one cause (an unreachable server): say it once
+        reason = "; ".join(dict.fromkeys(failure_text(f) for f in failures))
+        return unscored(reason, sig, **extra)
     questions, claims = results  # type: ignore[misc]
     counted = [q for q in questions if q.counted]
     if not counted:

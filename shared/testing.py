@@ -365,13 +365,22 @@ def stub_server(
     fail_first: int = 0,
     fail_status: int = 429,
     schemas: Sequence[type[BaseModel]] = (),
+    refuse_json_schema: bool = False,
+    context_window: int | None = None,
 ) -> Iterator[StubURL]:
-    """Serve ``/v1/chat/completions`` on 127.0.0.1 (a free port) through ``judge``.
+    """Serve ``/v1/chat/completions`` (and ``GET /v1/models``) on 127.0.0.1 (a free port)
+    through ``judge``.
 
     ``fail_first`` requests get HTTP ``fail_status`` (429 or 5xx) before any is answered, to
     exercise client retries. The schema of a request is taken from its JSON-schema
     ``response_format`` name, from the task line of one of this project's prompts, or from
     ``schemas`` (extra models, matched by name in the request). Yields the base URL.
+
+    Opt-in imitations of real servers: ``refuse_json_schema`` answers a ``json_schema``
+    ``response_format`` with HTTP 500 naming it, as llama-cpp-python's server does (it takes
+    only ``text`` or ``json_object``, the schema under ``response_format.schema``).
+    ``context_window`` publishes that size at ``GET /props`` as llama.cpp does, and counts at
+    most that many prompt tokens, as a server that silently cuts longer prompts does (Ollama).
     """
     fake = judge if judge is not None else FakeJudge()
     known = {**_SCHEMAS_BY_NAME, **{s.__name__: s for s in schemas}}
@@ -394,6 +403,16 @@ def stub_server(
             self.end_headers()
             self.wfile.write(body)
 
+        def do_GET(self) -> None:
+            path = self.path.rstrip("/")
+            if path.endswith("/models"):
+                model = {"id": fake.model_id, "object": "model", "owned_by": "stub"}
+                self._send(200, {"object": "list", "data": [model]})
+            elif path == "/props" and context_window is not None:
+                self._send(200, {"default_generation_settings": {"n_ctx": context_window}})
+            else:
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
             try:
@@ -412,19 +431,38 @@ def stub_server(
             if fail:
                 self._send(fail_status, {"error": {"message": "stub: simulated failure"}})
                 return
+            response_format = request.get("response_format") or {}
+            if refuse_json_schema and response_format.get("type") == "json_schema":
+                message = (
+                    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
+                    "  Input should be 'text' or 'json_object' [type=literal_error, "
+                    "input_value='json_schema', input_type=str]"
+                )
+                self._send(500, {"error": {"message": message, "type": "internal_server_error"}})
+                return
             messages = request.get("messages", [])
             prompt = "\n\n".join(
                 _message_text(m.get("content")) for m in messages if m.get("role") == "user"
             )
             schema = _schema_for(request, prompt, known)
-            if schema is None:
+            sent_schema = (response_format.get("json_schema") or {}).get(
+                "schema"
+            ) or response_format.get("schema")
+            if schema is None and isinstance(sent_schema, dict):
+                # a schema the fake has no builder for (a probe's): its smallest valid instance
+                content = json.dumps(minimal_instance(sent_schema))
+            elif schema is None:
                 self._send(400, {"error": {"message": "stub: cannot tell which schema to answer"}})
                 return
-            try:
-                content = fake.answer_text(prompt, schema)
-            except Exception as exc:  # a scripted exception: the server fails this request
-                self._send(500, {"error": {"message": f"stub: {exc}"}})
-                return
+            else:
+                try:
+                    content = fake.answer_text(prompt, schema)
+                except Exception as exc:  # a scripted exception: the server fails this request
+                    self._send(500, {"error": {"message": f"stub: {exc}"}})
+                    return
+            prompt_tokens = sum(len(_message_text(m.get("content"))) for m in messages) // 4
+            if context_window is not None:
+                prompt_tokens = min(prompt_tokens, context_window)
             self._send(
                 200,
                 {
@@ -440,8 +478,7 @@ def stub_server(
                         }
                     ],
                     "usage": {
-                        "prompt_tokens": sum(len(_message_text(m.get("content"))) for m in messages)
-                        // 4,
+                        "prompt_tokens": prompt_tokens,
                         "completion_tokens": len(content) // 4,
                         "total_tokens": 0,
                     },

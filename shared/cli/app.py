@@ -111,6 +111,7 @@ def build_judge(
     retries: int,
     concurrency: int,
     cache: Path | None,
+    timeout: float = 120.0,
 ) -> tuple[Any, str]:
     """The wrapped OpenAI-compatible judge and its description, or (None, why there is none)."""
     env_configured = bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
@@ -122,10 +123,15 @@ def build_judge(
     from ..openai_judge import OpenAIJudge
 
     try:
-        inner = OpenAIJudge(model, base_url=base_url)
+        inner = OpenAIJudge(model, base_url=base_url, timeout=timeout)
     except ValueError as exc:
         raise _usage_error(f"cannot configure the judge: {exc}") from None
     where = str(inner.client.base_url).rstrip("/")
+    from .check_judge import ensure_reachable
+
+    problem = ensure_reachable(where, inner.client.api_key, timeout)
+    if problem:
+        raise _usage_error(f"the judge is not reachable: {problem}")
     judge = robust_judge(
         inner, retries=retries, cache=cache if cache is not None else False, concurrency=concurrency
     )
@@ -196,6 +202,10 @@ def score(
     density_tolerance: Annotated[float, _core("density_tolerance")] = DEFAULTS.density_tolerance,
     coherence_formula: Annotated[str, _core("coherence_formula")] = DEFAULTS.coherence_formula,
     context_budget: Annotated[int, _core("context_budget")] = DEFAULTS.context_budget,
+    timeout: Annotated[
+        float,
+        typer.Option(min=1, help="Seconds one judge call may take before it counts as failed."),
+    ] = 120.0,
     cache: Annotated[
         Path | None,
         typer.Option(help="SQLite judge cache (default: the user's cache directory)."),
@@ -251,6 +261,7 @@ def score(
         retries=retries,
         concurrency=concurrency,
         cache=cache_path,
+        timeout=timeout,
     )
     if judge is None:
         err.print(
@@ -432,10 +443,12 @@ def _numeric_columns(rows: list[Row]) -> list[str]:
 
 
 def _register_extra_commands() -> None:
-    """``compare`` and ``agree`` live in their own module (they read results, score nothing)."""
+    """``compare``, ``agree`` and ``check-judge`` live in their own modules (they score nothing)."""
+    from .check_judge import check_judge_command
     from .compare_cli import register
 
     register(app)
+    app.command("check-judge")(check_judge_command)
 
 
 _register_extra_commands()
