@@ -458,7 +458,10 @@ def stub_server(
                 return
             try:
                 seed = request.get("seed")
-                content = fake.answer_text(prompt, schema, seed if isinstance(seed, int) else None)
+                if getattr(fake, "vary_by_seed", False) and isinstance(seed, int):
+                    content = fake.answer_text(prompt, schema, seed)
+                else:  # subclasses that override answer_text(prompt, schema) keep working
+                    content = fake.answer_text(prompt, schema)
             except Exception as exc:  # a scripted exception: the server fails this request
                 self._send(500, {"error": {"message": f"stub: {exc}"}})
                 return

@@ -8,11 +8,15 @@ answers are never replayed as another's from the cache.
 
 from __future__ import annotations
 
+import csv
+import json
 import statistics
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from shared import (
     OpenAIJudge,
@@ -22,9 +26,13 @@ from shared import (
     score_summary,
     stability,
 )
+from shared.cli.app import app
+from shared.cli.results import read_results
 from shared.judge import MemoryStore
 from shared.subscores import SUB_SCORE_NAMES
 from shared.testing import FakeJudge, stub_server
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "summaries.jsonl"
 
 SOURCE_LEVEL = {"GeneratedQuestions"}
 """The calls that depend on the source only (shared across samples)."""
@@ -216,3 +224,85 @@ def test_stability_is_the_mean_and_largest_per_row_sd() -> None:
     assert summary.rows == 2
     assert summary.mean_sd == pytest.approx(sd / 2)
     assert summary.max_sd == pytest.approx(sd)
+
+
+# -- CLI -------------------------------------------------------------------------------------
+
+
+def test_cli_samples_write_spread_columns_and_report_flips(
+    tmp_path: Path, seed: tuple[str, str]
+) -> None:
+    source, summary = seed
+    rows = [
+        {"id": "a", "source": source, "summary": summary},
+        {"id": "b", "source": source, "summary": SECOND},
+    ]
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.csv"
+    with stub_server(FakeJudge(vary_by_seed=True)) as url:
+        result = CliRunner().invoke(
+            app,
+            [
+                "score",
+                str(path),
+                "-o",
+                str(out),
+                "--no-report",
+                "--no-cache",
+                "--base-url",
+                url,
+                "--model",
+                "fake-judge",
+                "--samples",
+                "3",
+                "--flip-threshold",
+                "0.6",
+            ],
+            catch_exceptions=False,
+        )
+        requests = len(url.requests)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, text
+    assert requests == 1 + 2 * 3 * 5  # questions once for the source; 3 samples x 5 per row
+    with out.open(newline="") as handle:
+        written = list(csv.DictReader(handle))
+    header = list(written[0])
+    assert header.index("score_sd") > header.index("conciseness")
+    for row in written:
+        samples = json.loads(row["evidence"])["sample_scores"]
+        values = [s["score"] for s in samples]
+        assert float(row["score_sd"]) == pytest.approx(statistics.stdev(values))
+        assert float(row["score"]) == pytest.approx(statistics.fmean(values))
+        assert float(row["density_sd"]) == 0.0
+    assert any(float(row["score_sd"]) > 0 for row in written)
+    expected = flip_rate(read_results(out), 0.6)
+    assert expected.rows == 2
+    assert f"Pass/fail flips: {expected.line()}" in text
+    assert "Spread over judge samples (mean sd per row): score" in text
+
+
+def test_cli_single_sample_results_have_no_spread_columns(tmp_path: Path) -> None:
+    out = tmp_path / "out.csv"
+    with stub_server() as url:
+        result = CliRunner().invoke(
+            app,
+            [
+                "score",
+                str(EXAMPLES),
+                "-o",
+                str(out),
+                "--no-report",
+                "--no-cache",
+                "--base-url",
+                url,
+                "--model",
+                "fake-judge",
+            ],
+            catch_exceptions=False,
+        )
+    assert result.exit_code == 0, result.output
+    with out.open(newline="") as handle:
+        header = next(csv.reader(handle))
+    assert not [c for c in header if c.endswith("_sd")]
+    assert "Pass/fail flips" not in result.output
