@@ -306,3 +306,27 @@ def test_cli_single_sample_results_have_no_spread_columns(tmp_path: Path) -> Non
         header = next(csv.reader(handle))
     assert not [c for c in header if c.endswith("_sd")]
     assert "Pass/fail flips" not in result.output
+
+
+# -- adapters --------------------------------------------------------------------------------
+
+
+def test_deepeval_metric_reports_the_mean_and_the_spread(seed: tuple[str, str]) -> None:
+    from deepeval.test_case import LLMTestCase
+
+    from deepeval_ext import SummaryQualityMetric
+    from deepeval_ext.testing import FakeDeepEvalModel
+
+    source, summary = seed
+    judge = FakeJudge()
+    metric = SummaryQualityMetric(model=FakeDeepEvalModel(judge), samples=3, cache=False)
+    metric.measure(LLMTestCase(input=source, actual_output=summary), _show_indicator=False)
+    single = score_summary(source, summary, judge=FakeJudge(), cache=False)
+    assert metric.score == pytest.approx(single.score)
+    breakdown = metric.score_breakdown
+    assert breakdown["coverage"] == pytest.approx(single.coverage)
+    # a DeepEval model offers no with_sample: each sample is its own call, and this one is
+    # deterministic, so the spread is 0 (reported, not left out)
+    assert breakdown["score_sd"] == breakdown["coverage_sd"] == 0.0
+    assert metric.reason.startswith("Mean over 3 judge samples")
+    assert judge.calls["ExtractedClaims"] == 3 and judge.calls["GeneratedQuestions"] == 1
