@@ -330,3 +330,13 @@ def test_deepeval_metric_reports_the_mean_and_the_spread(seed: tuple[str, str]) 
     assert breakdown["score_sd"] == breakdown["coverage_sd"] == 0.0
     assert metric.reason.startswith("Mean over 3 judge samples")
     assert judge.calls["ExtractedClaims"] == 3 and judge.calls["GeneratedQuestions"] == 1
+
+
+def test_compare_pairs_the_means_not_the_spread_columns() -> None:
+    from shared import compare
+
+    a = [{"id": str(i), "score": 0.5, "score_sd": 0.1} for i in range(5)]
+    b = [{"id": str(i), "score": 0.6, "score_sd": 0.0} for i in range(5)]
+    result = compare(a, b, resamples=50, trials=50)
+    assert "score_sd" not in result.names and result.get("score").delta == pytest.approx(0.1)
+    assert "score_sd" in compare(a, b, keys=["score", "score_sd"], resamples=50, trials=50).names
