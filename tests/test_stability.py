@@ -340,3 +340,24 @@ def test_compare_pairs_the_means_not_the_spread_columns() -> None:
     result = compare(a, b, resamples=50, trials=50)
     assert "score_sd" not in result.names and result.get("score").delta == pytest.approx(0.1)
     assert "score_sd" in compare(a, b, keys=["score", "score_sd"], resamples=50, trials=50).names
+
+
+def test_ragas_collections_metric_gives_the_mean_and_the_spread_in_its_reason(
+    seed: tuple[str, str],
+) -> None:
+    from openai import AsyncOpenAI
+    from ragas.llms import llm_factory
+
+    from ragas_ext.collections import SummaryQuality
+
+    source, summary = seed
+    with stub_server() as url:
+        llm = llm_factory("m", client=AsyncOpenAI(base_url=url, api_key="x", max_retries=0))
+        metric = SummaryQuality(llm, samples=2, cache=False)
+        result = metric.score(reference_contexts=[source], response=summary)
+        calls = url.judge.calls
+    single = score_summary(source, summary, judge=FakeJudge(), cache=False)
+    assert result.value == pytest.approx(single.score)
+    assert result.reason.startswith("Mean over 2 judge samples: score")
+    assert "(sd 0.00)" in result.reason  # the Ragas LLM is called as is: deterministic here
+    assert calls["GeneratedQuestions"] == 1 and calls["ExtractedClaims"] == 2
