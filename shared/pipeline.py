@@ -21,6 +21,10 @@ Question generation depends only on the source and the options, so concurrent su
 source share one call (the cached judge de-duplicates identical in-flight requests) and later
 summaries hit the cache.
 
+With ``samples=k > 1`` the summary-dependent calls of rounds 1-3 are made once per judge sample
+(:mod:`shared._sampling`: own seed, own cache keys), against the one set of questions of round
+1, and the result is the mean of the k scorings with their spread.
+
 This module holds the orchestration and the entry points only. Its parts: the options and input
 checks (:mod:`shared.options`), every judge call (:mod:`shared._judge_steps`), the reason and
 signature (:mod:`shared._compose`), the dimensions' CPU batching

@@ -361,3 +361,32 @@ def test_ragas_collections_metric_gives_the_mean_and_the_spread_in_its_reason(
     assert result.reason.startswith("Mean over 2 judge samples: score")
     assert "(sd 0.00)" in result.reason  # the Ragas LLM is called as is: deterministic here
     assert calls["GeneratedQuestions"] == 1 and calls["ExtractedClaims"] == 2
+
+
+def test_samples_share_the_judge_concurrency_limit(seed: tuple[str, str]) -> None:
+    """The per-sample copies of the wrappers keep one limit: never more calls in flight than
+    ``concurrency``, however many samples (counted at each call, no timing involved)."""
+    import asyncio
+
+    class Counting(FakeJudge):
+        def __init__(self) -> None:
+            super().__init__()
+            self.now = self.most = 0
+
+        async def generate(self, prompt: str, schema: Any, *, seed: int | None = None) -> Any:
+            self.now += 1
+            self.most = max(self.most, self.now)
+            try:
+                for _ in range(3):
+                    await asyncio.sleep(0)  # let every other ready call start meanwhile
+                return await super().generate(prompt, schema, seed=seed)
+            finally:
+                self.now -= 1
+
+    source, summary = seed
+    judge = Counting()
+    score_summaries(
+        [(source, summary), (source, SECOND)], judge=judge, cache=False, samples=4, concurrency=2
+    )
+    assert judge.total_calls == 1 + 2 * 4 * 5
+    assert judge.most == 2
