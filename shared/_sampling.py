@@ -18,7 +18,8 @@ Sample ``i`` (0-based) is the user's judge wrapped in :class:`SampleJudge`, whic
   and, if deterministic, gives k identical scorings (spread 0).
 
 The wrappers around the judge (cache, validation, concurrency limit) are copied per sample and
-keep sharing their store, in-flight calls and concurrency limit with the original.
+keep sharing their store, in-flight calls and concurrency limit with the original (the cache's
+``hits``/``misses`` counters are per copy).
 """
 
 from __future__ import annotations
