@@ -67,6 +67,7 @@ class _SummaryMetricBase(BaseMetric):
         density_target: float = DEFAULTS.density_target,
         density_tolerance: float = DEFAULTS.density_tolerance,
         context_budget: int = DEFAULTS.context_budget,
+        samples: int = DEFAULTS.samples,
     ) -> None:
         # Every argument is stored under its own name: deepeval.evaluate() copies a metric per
         # test case by calling the class again with the attributes that match __init__. So the
@@ -207,6 +208,10 @@ class _SummaryMetricBase(BaseMetric):
         self.score_breakdown = {
             name: sub for name, sub in sub_scores.items() if name != "score" and sub is not None
         }
+        # samples=k > 1: the values above are means over k judge samples; their spread too
+        self.score_breakdown.update(
+            {name: sd for name, sd in evaluation.spread_columns().items() if sd is not None}
+        )
         self.reason = self._reason(evaluation) if self.include_reason else None
         self.error = None
         self.evaluation_cost = usage.cost

@@ -2,10 +2,11 @@
 
 Public face: score one or many summaries (``score_summary``/``ascore_summary`` and the batch
 forms), the :class:`Judge` protocol with :class:`OpenAIJudge` and the robust wrappers, and the
-result type :class:`SummaryEvaluation`, the options (:mod:`shared.options`) and the list of
-sub-scores (:mod:`shared.subscores`). Test helpers live in :mod:`shared.testing`; what framework
-adapters need beyond this lives in :mod:`shared.adapter_kit`. Modules with a leading underscore
-(and :mod:`shared.pipeline`'s helpers) are internal.
+result type :class:`SummaryEvaluation`, judge stability over samples (:mod:`shared.stability`),
+the options (:mod:`shared.options`) and the list of sub-scores (:mod:`shared.subscores`). Test
+helpers live in :mod:`shared.testing`; what framework adapters need beyond this lives in
+:mod:`shared.adapter_kit`. Modules with a leading underscore (and :mod:`shared.pipeline`'s
+helpers) are internal.
 """
 
 from ._version import __version__
@@ -49,6 +50,7 @@ from .pipeline import (
 )
 from .result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
 from .scoring import alignment_ratio, combine_scores, f_beta, weighted_coverage
+from .stability import FlipRate, SubScoreStability, flip_rate, stability
 from .subscores import DIMENSION_NAMES, SUB_SCORE_NAMES, SUB_SCORES, SubScore
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "Comparison",
     "DimensionEvidence",
     "Embedder",
+    "FlipRate",
     "Judge",
     "JudgeCheck",
     "JudgeFailed",
@@ -81,6 +84,7 @@ __all__ = [
     "ScoreOptionsKwargs",
     "SubScore",
     "SubScoreComparison",
+    "SubScoreStability",
     "SummaryEvaluation",
     "UnpairedError",
     "UserQuestion",
@@ -95,9 +99,11 @@ __all__ = [
     "combine_scores",
     "compare",
     "f_beta",
+    "flip_rate",
     "robust_judge",
     "score_summaries",
     "score_summary",
     "signature",
+    "stability",
     "weighted_coverage",
 ]

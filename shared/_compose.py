@@ -28,7 +28,8 @@ def signature(judge: object, options: ScoreOptions, *, long: bool = False) -> st
     With user questions, ``n`` reads ``user<count>:<hash>`` so two question sets never share one.
     ``long=True`` (a result whose source was chunked) adds ``|long:<hash>|budget:<tokens>`` after
     the prompts hash: the long-source templates and the budget that shaped the parts. Results on
-    sources that fit carry neither, since the budget does not change them.
+    sources that fit carry neither, since the budget does not change them. ``samples=k > 1``
+    adds ``|samples:<k>`` (a mean over k judge samples is another measurement than one sample).
     """
     model = "none" if judge is None else getattr(judge, "model_id", type(judge).__name__)
     if options.questions is None:
@@ -44,7 +45,8 @@ def signature(judge: object, options: ScoreOptions, *, long: bool = False) -> st
         f"|prompts:{p.prompts_hash()}"
         + (f"|long:{p.long_prompts_hash()}|budget:{options.context_budget}" if long else "")
         + f"{options.dimension_settings.signature_part()}"
-        f"|version:{__version__}"
+        + (f"|samples:{options.samples}" if options.samples > 1 else "")
+        + f"|version:{__version__}"
     )
 
 

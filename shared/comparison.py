@@ -27,7 +27,10 @@ DEFAULT_SEED = 12345
 SUB_SCORES = SUB_SCORE_NAMES
 """The sub-scores of the core, in its order; other numeric columns of a results file follow."""
 
-_NOT_SCORES = {"position"}
+_NOT_SCORES = {"position", *(f"{name}_sd" for name in SUB_SCORE_NAMES)}
+"""Numeric columns that are not scores of the summary: the row's position, and the spread over
+judge samples of a ``samples=k`` run (``<sub-score>_sd``: it describes the judge; the means are
+compared). Pass ``keys=`` to compare them anyway."""
 
 Results = (
     str

@@ -27,6 +27,7 @@ trusted answer.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import re
@@ -42,6 +43,10 @@ from .judge import JudgeFailed, JudgeOutputError
 T = TypeVar("T", bound=BaseModel)
 
 DEFAULT_MODEL = "gpt-4o-mini"
+SAMPLE_TEMPERATURE = 0.7
+"""Temperature of a judge sample (``samples=k > 1``) when the judge itself is at 0: k greedy
+decodes of one prompt would mostly agree by construction and hide the judge's uncertainty."""
+
 SYSTEM_PROMPT = (
     "You are a careful, strict evaluator of summaries. Follow the task exactly and reply with a "
     "single JSON object only."
@@ -234,6 +239,21 @@ class OpenAIJudge:
         return _learned.get((self.base_url, self.model), MODES[0])
 
     # -- calls ---------------------------------------------------------------------------------
+
+    def with_sample(self, index: int, seed: int) -> OpenAIJudge:
+        """This judge drawing independent sample ``index`` (the hook the core's ``samples=k``
+        calls): the same model, server and client, with ``seed`` and, when this judge is at
+        temperature 0, :data:`SAMPLE_TEMPERATURE`. Servers that ignore ``seed`` still sample at
+        that temperature. One twin per (index, seed), kept here; it shares ``usage``."""
+        twins: dict[tuple[int, int], OpenAIJudge] = self.__dict__.setdefault("_sample_twins", {})
+        twin = twins.get((index, seed))
+        if twin is None:
+            twin = copy.copy(self)
+            twin._sample_twins = {}
+            twin.seed = seed
+            twin.temperature = self.temperature or SAMPLE_TEMPERATURE
+            twins[(index, seed)] = twin
+        return twin
 
     async def generate(self, prompt: str, schema: type[T]) -> T:
         content = await self._complete(prompt, schema)

@@ -63,6 +63,9 @@ near ten."""
 MIN_CONTEXT_BUDGET = 2_000
 """Below this the fixed instructions and one retrieved passage would not leave room to work."""
 
+MAX_SAMPLES = 100
+"""Largest accepted ``samples``: each sample repeats every summary-dependent judge call."""
+
 DEFAULT_CONCURRENCY = 64
 """Judge calls at once: enough for the rounds of 20 summaries scored together to go out at once
 (first round: questions + 20 claims + 20 style calls = 41; second: 20 answers + 20 checks), as
@@ -113,6 +116,12 @@ def _int_at_least(low: int, unit: str = "", type_error: type[Exception] = TypeEr
 def _check_n(name: str, value: Any) -> int:
     if not _is_int(value) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _check_samples(name: str, value: Any) -> int:
+    if not _is_int(value) or not 1 <= value <= MAX_SAMPLES:
+        raise ValueError(f"{name} must be an integer from 1 to {MAX_SAMPLES}, got {value!r}")
     return value
 
 
@@ -256,6 +265,11 @@ class OptionFields:
         _int_at_least(MIN_CONTEXT_BUDGET, " (estimated tokens)", ValueError),
         "Largest prompt in estimated tokens; longer sources are chunked.",
     )
+    samples: int = option(
+        1,
+        _check_samples,
+        "Independent judge samples per row (k > 1: mean and spread over k scorings).",
+    )
 
 
 class ScoreOptionsKwargs(TypedDict, total=False):
@@ -275,6 +289,7 @@ class ScoreOptionsKwargs(TypedDict, total=False):
     density_tolerance: float
     coherence_formula: str
     context_budget: int
+    samples: int
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(OptionFields))
@@ -386,6 +401,7 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "DEFAULT_CONTEXT_BUDGET",
     "DEFAULT_N",
+    "MAX_SAMPLES",
     "MIN_CONTEXT_BUDGET",
     "OPTION_NAMES",
     "OptionFields",

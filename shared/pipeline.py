@@ -21,6 +21,10 @@ Question generation depends only on the source and the options, so concurrent su
 source share one call (the cached judge de-duplicates identical in-flight requests) and later
 summaries hit the cache.
 
+With ``samples=k > 1`` the summary-dependent calls of rounds 1-3 are made once per judge sample
+(:mod:`shared._sampling`: own seed, own cache keys), against the one set of questions of round
+1, and the result is the mean of the k scorings with their spread.
+
 This module holds the orchestration and the entry points only. Its parts: the options and input
 checks (:mod:`shared.options`), every judge call (:mod:`shared._judge_steps`), the reason and
 signature (:mod:`shared._compose`), the dimensions' CPU batching
@@ -50,6 +54,7 @@ from ._judge_steps import (
     reference_questions,
     review_style,
 )
+from ._sampling import SharedRowAnalysis, combine_samples, sample_judges
 from .adapter_kit import run_sync
 from .dimensions import DimensionEvidence, DimensionSettings, build_evidence, unavailable_evidence
 from .dimensions.batching import BatchAnalysis, SharedAnalyser
@@ -74,7 +79,7 @@ async def _dimensions(
     summary: str,
     judge: CachedJudge | None,
     settings: DimensionSettings,
-    batch: BatchAnalysis | SharedAnalyser,
+    batch: BatchAnalysis | SharedAnalyser | SharedRowAnalysis,
     index: int,
 ) -> DimensionEvidence:
     """The requested dimensions of one summary; never raises (failures become reasons).
@@ -121,29 +126,60 @@ async def _evaluate(
         )
     if batch is None:  # a single call: share the CPU work with concurrent calls in this loop
         batch, index = SharedAnalyser.join(summary, settings)
-    dimensions_side = _dimensions(source, summary, judge, settings, batch, index)
     if judge is None:
-        dims = await dimensions_side
+        dims = await _dimensions(source, summary, judge, settings, batch, index)
         result = unscored(NO_JUDGE, sig, **dimension_fields(dims))
         line = dimension_line(dims)
         return result.model_copy(update={"reason": f"{result.reason} {line}".strip()})
 
+    route = Route()  # the source-level calls' route; each scoring adds its own for claims
+    questions = asyncio.ensure_future(reference_questions(source, options, judge, route))
+    try:
+        if options.samples == 1:
+            return await _judged(source, summary, judge, options, batch, index, questions, route)
+        shared = SharedRowAnalysis(batch, index)
+        runs = await asyncio.gather(
+            *(
+                _judged(source, summary, sample, options, shared, index, questions, route)
+                for sample in sample_judges(judge, options.samples)
+            )
+        )
+        return combine_samples(runs)
+    finally:
+        if not questions.done():
+            questions.cancel()
+
+
+async def _judged(
+    source: str,
+    summary: str,
+    judge: CachedJudge,
+    options: ScoreOptions,
+    batch: BatchAnalysis | SharedAnalyser | SharedRowAnalysis,
+    index: int,
+    questions_task: asyncio.Future[list[QuestionEvidence]],
+    source_route: Route,
+) -> SummaryEvaluation:
+    """One scoring of ``summary`` by ``judge`` (one sample's, with ``samples=k``), against the
+    questions of ``questions_task`` (made once per source and shared by the samples)."""
+    sig = signature(judge, options)
+    settings = options.dimension_settings
     route = Route()
 
     async def coverage_side() -> list[QuestionEvidence]:
-        questions = await reference_questions(source, options, judge, route)
+        questions = await asyncio.shield(questions_task)
         return await answer_and_grade(summary, questions, judge)
 
     results = await asyncio.gather(
         coverage_side(),
         check_claims(source, summary, judge, options, route),
-        dimensions_side,
+        _dimensions(source, summary, judge, settings, batch, index),
         return_exceptions=True,
     )
     dims: DimensionEvidence = results.pop()  # type: ignore[assignment]  # never raises
     if isinstance(dims, BaseException):
         raise dims  # only cancellation gets here
-    if route.long:
+    if route.long or source_route.long:
         sig = signature(judge, options, long=True)
     extra = dimension_fields(dims)
     failures = [r for r in results if isinstance(r, BaseException)]

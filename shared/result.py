@@ -59,6 +59,12 @@ class SummaryEvaluation(BaseModel):
     """Per text-quality dimension: its score, the reason (or why it is None), the raw evidence.
     A dimension switched off by the ``dimensions`` option has no entry (None)."""
     signature: str = ""
+    sample_scores: list[dict[str, float | None]] = Field(default_factory=list)
+    """With ``samples=k > 1``: each judge sample's sub-scores, in sample order (the sub-scores
+    above are their means). Empty for a single-sample run."""
+    spread: dict[str, float | None] = Field(default_factory=dict)
+    """With ``samples=k > 1``: the standard deviation over samples of each sub-score (None where
+    fewer than two samples have a value). Empty for a single-sample run."""
 
     @property
     def scored(self) -> bool:
@@ -68,10 +74,17 @@ class SummaryEvaluation(BaseModel):
         """The headline score and every sub-score by name (what adapters put in columns)."""
         return {name: getattr(self, name) for name in SUB_SCORE_NAMES}
 
+    def spread_columns(self) -> dict[str, float | None]:
+        """``<sub-score>_sd`` for every sub-score, when the result has samples; else empty."""
+        if not self.sample_scores:
+            return {}
+        return {f"{name}_sd": self.spread.get(name) for name in SUB_SCORE_NAMES}
+
     def to_row(self) -> dict[str, Any]:
         """A flat dict for tables: sub-scores, reason, error, signature."""
         return {
             **self.sub_scores(),
+            **self.spread_columns(),
             "reason": self.reason,
             "error": self.error,
             "signature": self.signature,

@@ -3,7 +3,9 @@
 - :class:`FakeJudge`: a deterministic judge. Script answers per schema (or task), or let it
   answer every prompt of this project plausibly from the texts inside the prompt: questions from
   the source's sentences, claims from the summary's sentences, verdicts and grades from word
-  overlap. It records every prompt it receives.
+  overlap. It records every prompt it receives. ``FakeJudge(vary_by_seed=True)`` lowers its
+  default grades by an amount that depends on the request's seed, so judge samples
+  (``samples=k``) disagree as a sampled LLM would.
 - :func:`stub_server`: an OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 that answers
   through a FakeJudge, so the real ``openai`` client path (and anything built on it: ragas
   ``llm_factory``, DeepEval models, the CLI) runs offline.
@@ -78,6 +80,11 @@ class FakeJudge:
     ``script`` maps a schema class, a schema name or a task name to one scripted answer or a list
     of them (used in order; afterwards the default answer applies). ``prompts`` records
     ``(schema name, prompt)`` for every call; ``calls`` counts calls per schema name.
+
+    ``vary_by_seed``: a call made with a seed (a judge sample's, through :meth:`with_sample`, or
+    a stub-server request's ``seed``) gets its default grades lowered by ``(seed + item) % 3``
+    points (at least 0), a deterministic stand-in for sampling noise; ``seeds`` records the seed
+    of every call (None without one). Without it the fake ignores seeds and every sample agrees.
     """
 
     def __init__(
@@ -86,9 +93,12 @@ class FakeJudge:
         *,
         model_id: str = "fake-judge",
         latency: float = 0.0,
+        vary_by_seed: bool = False,
     ) -> None:
         self.model_id = model_id
         self.latency = latency
+        self.vary_by_seed = vary_by_seed
+        self.seeds: list[int | None] = []
         self.prompts: list[tuple[str, str]] = []
         self.calls: collections.Counter[str] = collections.Counter()
         self._script: dict[str, collections.deque[Scripted]] = {}
@@ -108,10 +118,15 @@ class FakeJudge:
         name = schema if isinstance(schema, str) else schema.__name__
         return [prompt for n, prompt in self.prompts if n == name]
 
-    async def generate(self, prompt: str, schema: type[T]) -> T:
+    def with_sample(self, index: int, seed: int) -> FakeJudge | _SeededFake:
+        """The core's hook for judge samples: with ``vary_by_seed``, a view of this fake that
+        answers with ``seed`` (recording into this fake); otherwise this fake itself."""
+        return _SeededFake(self, seed) if self.vary_by_seed else self
+
+    async def generate(self, prompt: str, schema: type[T], *, seed: int | None = None) -> T:
         if self.latency:
             await asyncio.sleep(self.latency)
-        answer = self._answer(prompt, schema)
+        answer = self._answer(prompt, schema, seed)
         if isinstance(answer, str):
             try:
                 return schema.model_validate_json(answer)
@@ -119,19 +134,24 @@ class FakeJudge:
                 raise JudgeOutputError(f"invalid {schema.__name__} JSON: {exc}", answer) from exc
         return answer
 
-    def answer_text(self, prompt: str, schema: type[BaseModel]) -> str:
+    def answer_text(self, prompt: str, schema: type[BaseModel], seed: int | None = None) -> str:
         """The answer as the text a server would send (scripted raw text passes unchanged)."""
-        answer = self._answer(prompt, schema)
+        answer = self._answer(prompt, schema, seed)
         return answer if isinstance(answer, str) else answer.model_dump_json()
 
-    def _answer(self, prompt: str, schema: type[T]) -> T | str:
+    def _answer(self, prompt: str, schema: type[T], seed: int | None = None) -> T | str:
         with self._lock:
             self.prompts.append((schema.__name__, prompt))
             self.calls[schema.__name__] += 1
+            self.seeds.append(seed)
             queue = self._script.get(schema.__name__)
             scripted = queue.popleft() if queue else None
         if scripted is None:
-            return default_answer(prompt, schema)
+            answer = default_answer(prompt, schema)
+            if self.vary_by_seed and seed is not None and isinstance(answer, p.AnswerGrades):
+                for item, grade in enumerate(answer.grades):
+                    grade.grade = max(0, grade.grade - (seed + item) % 3)
+            return answer
         if callable(scripted) and not isinstance(scripted, type | BaseModel):
             scripted = scripted(prompt)
         if isinstance(scripted, Exception):
@@ -147,6 +167,22 @@ class FakeJudge:
                 else schema.model_validate(scripted.model_dump())
             )
         raise TypeError(f"cannot use scripted answer {scripted!r} for {schema.__name__}")
+
+
+class _SeededFake:
+    """A :class:`FakeJudge` answering with one seed (what its ``with_sample`` returns)."""
+
+    def __init__(self, fake: FakeJudge, seed: int) -> None:
+        self.fake = fake
+        self.seed = seed
+        self.model_id = fake.model_id
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return {"seed": self.seed}
+
+    async def generate(self, prompt: str, schema: type[T]) -> T:
+        return await self.fake.generate(prompt, schema, seed=self.seed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -456,7 +492,11 @@ def stub_server(
                 return
             else:
                 try:
-                    content = fake.answer_text(prompt, schema)
+                    seed = request.get("seed")
+                    if getattr(fake, "vary_by_seed", False) and isinstance(seed, int):
+                        content = fake.answer_text(prompt, schema, seed)
+                    else:  # subclasses that override answer_text(prompt, schema) keep working
+                        content = fake.answer_text(prompt, schema)
                 except Exception as exc:  # a scripted exception: the server fails this request
                     self._send(500, {"error": {"message": f"stub: {exc}"}})
                     return

@@ -211,9 +211,14 @@ def test_repeated_sync_calls_leave_no_event_loop_noise(
     # Invalid replies make every call retry over kept-alive connections; each sync call runs
     # its own loop. Clients must be closed on their own loop, not by the garbage collector
     # after the loop is gone.
+    # Objects an earlier test left for the garbage collector are not this test's calls:
+    # collect them before the capture starts.
+    gc.collect()
+    capfd.readouterr()
     bad = ["not json"] * 12
     fake = FakeJudge({p.ExtractedClaims: bad, p.GeneratedQuestions: bad})
     caplog.set_level(logging.DEBUG)
+    caplog.clear()
     with stub_server(fake) as url:
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test", max_retries=0)
         results = []

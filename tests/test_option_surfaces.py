@@ -61,6 +61,7 @@ EXAMPLES: dict[str, Any] = {
     "density_tolerance": 0.07,
     "coherence_formula": "article",
     "context_budget": 4_000,
+    "samples": 3,
 }
 """A valid non-default value of every option (add one here when you add an option)."""
 

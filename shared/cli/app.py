@@ -31,7 +31,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from .. import SUB_SCORES, ScoreOptions
+from .. import SUB_SCORES, ScoreOptions, flip_rate, stability
 from ..adapter_kit import DEFAULTS, JUDGE_ONLY, option_help
 from .inputs import Columns, InputError, detect_format, read_rows
 from .report import ReportInfo, write_report
@@ -44,6 +44,7 @@ from .results import (
     detect_result_format,
     read_results,
     score_keys,
+    spread_keys,
 )
 from .runner import plan_run, score_rows
 
@@ -206,6 +207,11 @@ def score(
         float,
         typer.Option(min=1, help="Seconds one judge call may take before it counts as failed."),
     ] = 120.0,
+    samples: Annotated[int, _core("samples", min=1)] = DEFAULTS.samples,
+    flip_threshold: Annotated[
+        float,
+        typer.Option(help="With --samples k > 1: pass mark for the share of rows that flip."),
+    ] = 0.5,
     cache: Annotated[
         Path | None,
         typer.Option(help="SQLite judge cache (default: the user's cache directory)."),
@@ -244,6 +250,7 @@ def score(
         "density_tolerance": density_tolerance,
         "coherence_formula": coherence_formula,
         "context_budget": context_budget,
+        "samples": samples,
     }
     if dimensions is not None:
         options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
@@ -283,7 +290,7 @@ def score(
             f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {output}; "
             f"scoring {len(plan.todo)}."
         )
-    writer = ResultsWriter(output, keys)
+    writer = ResultsWriter(output, keys, spread=samples > 1)
     writer.rewrite(plan.kept[row.id] for row in rows if row.id in plan.kept)
     writer.open_for_append()
 
@@ -343,6 +350,8 @@ def score(
         write_report(report_path, all_rows, keys, info, worst=worst)
 
     _print_table(all_rows, keys)
+    if samples > 1 and judge is not None:
+        _print_stability(all_rows, keys, flip_threshold)
     raise typer.Exit(_finish(all_rows, output, report_path, skipped))
 
 
@@ -374,6 +383,22 @@ def _print_table(rows: list[Row], keys: list[str]) -> None:
     out.print(table)
     if len(rows) > TABLE_ROWS:
         out.print(f"… and {len(rows) - TABLE_ROWS} more rows in the results file.")
+
+
+def _print_stability(rows: list[Row], keys: list[str], threshold: float) -> None:
+    """With --samples k > 1: how much one row moves between judge samples, per sub-score, and
+    how many rows a single run could have put on the other side of ``threshold``."""
+    judged = {s.name for s in SUB_SCORES if s.needs != "nothing"}
+    summary = stability(rows, [k for k in keys if k in judged])
+    parts = [
+        f"{SHORT_NAMES.get(name, name)} {s.mean_sd:.3f} (max {s.max_sd:.3f})"
+        for name, s in summary.items()
+        if s.mean_sd is not None and s.max_sd is not None
+    ]
+    if not parts:
+        return
+    out.print(f"Spread over judge samples (mean sd per row): {'; '.join(parts)}.")
+    out.print(f"Pass/fail flips: {flip_rate(rows, threshold).line()}.")
 
 
 NEEDS_JUDGE = JUDGE_ONLY
@@ -433,7 +458,7 @@ def report_command(
 
 
 def _numeric_columns(rows: list[Row]) -> list[str]:
-    skip = {"position"}
+    skip = {"position", *spread_keys()}
     seen: dict[str, None] = {}
     for row in rows:
         for key, value in row.items():
