@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from ._replies import parse_json_reply
 from .judge import JudgeOutputError
+from .schemas import reply_token_limit
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -130,6 +131,7 @@ class OpenAIJudge:
                             "strict": False,
                         },
                     },
+                    schema,
                 )
             except BadRequestError as exc:
                 if self.structured == "json_schema" or "response_format" not in str(exc):
@@ -142,9 +144,12 @@ class OpenAIJudge:
                 {"role": "user", "content": prompt},
             ],
             {"type": "json_object"},
+            schema,
         )
 
-    async def _request(self, messages: list[dict[str, str]], response_format: dict) -> str:
+    async def _request(
+        self, messages: list[dict[str, str]], response_format: dict, schema: type[BaseModel]
+    ) -> str:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": messages
@@ -155,8 +160,10 @@ class OpenAIJudge:
         }
         if self.seed is not None:
             kwargs["seed"] = self.seed
-        if self.max_tokens is not None:
-            kwargs["max_tokens"] = self.max_tokens
+        # bounded replies: the user's max_tokens, else the most the schema's bounds allow
+        max_tokens = self.max_tokens if self.max_tokens is not None else reply_token_limit(schema)
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
         response = await self._client().chat.completions.create(**kwargs)
         self.usage["calls"] += 1
         if response.usage is not None:
