@@ -37,17 +37,17 @@ from pydantic import BaseModel, Field, StringConstraints, create_model
 # Bounds (characters for strings, entries for lists)
 # ---------------------------------------------------------------------------------------------
 
-QUESTION_CHARS = 300
-"""One question: a sentence."""
-ANSWER_CHARS = 400
+QUESTION_CHARS = 200
+"""One question: a sentence (news sentences run 100-150 characters; a question is shorter)."""
+ANSWER_CHARS = 250
 """One-sentence answers (reference or from the summary)."""
-REASON_CHARS = 300
+REASON_CHARS = 150
 """'One short sentence' explaining a verdict, grade or vague sentence."""
-QUOTE_CHARS = 500
-"""The source passage a verdict rests on: a sentence, sometimes a long one."""
-CLAIM_CHARS = 300
+QUOTE_CHARS = 300
+"""The source passage a verdict rests on: one sentence, with room for a long one."""
+CLAIM_CHARS = 200
 """'A short self-contained sentence that states exactly one fact'."""
-POINT_CHARS = 150
+POINT_CHARS = 100
 """A repeated point 'in a few words'."""
 
 MAX_ITEMS = 200
