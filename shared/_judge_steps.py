@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import prompts as p
+from . import schemas
 from .adapter_kit import attached
 from .chunking import Part, split_parts
 from .judge import CachedJudge, Judge, base_judge, robust_judge
@@ -138,7 +139,7 @@ async def chunked_questions(
         *(
             judge.generate(
                 p.generate_questions_part_prompt(part.text, i, len(parts), per_part),
-                p.GeneratedQuestions,
+                schemas.questions_schema(per_part),
                 check=check_part,
             )
             for i, part in enumerate(parts, start=1)
@@ -195,7 +196,7 @@ async def _ask_about_source(
     route: Route,
     full: Callable[[str, list[str]], str],
     build: Callable[[list[tuple[int, str]], list[str], int | None], str],
-    schema: type[Any],
+    schema: Callable[[int], type[Any]],
     field: str,
     what: str,
 ) -> list[Any]:
@@ -207,7 +208,9 @@ async def _ask_about_source(
     prompt = full(source, items)
     if fits(prompt, options):
         reply = await judge.generate(
-            prompt, schema, check=lambda r: _indexed(getattr(r, field), len(items), what)
+            prompt,
+            schema(len(items)),
+            check=lambda r: _indexed(getattr(r, field), len(items), what),
         )
         return _by_index(getattr(reply, field))
     route.long = True
@@ -218,7 +221,7 @@ async def _ask_about_source(
         asked = [items[i] for i in group.items]
         reply = await judge.generate(
             build([(j, passages[j].text) for j in group.passages], asked, last),
-            schema,
+            schema(len(asked)),
             check=lambda r: _indexed(getattr(r, field), len(asked), what),
         )
         return _by_index(getattr(reply, field))
@@ -255,7 +258,7 @@ async def reference_questions(
 
         generated = await judge.generate(
             prompt,
-            p.GeneratedQuestions,
+            schemas.questions_schema(options.n),
             check=check_generated,
         )
         return [
@@ -277,7 +280,7 @@ async def reference_questions(
         route,
         p.answer_user_questions_prompt,
         p.answer_user_questions_excerpts_prompt,
-        p.ReferenceAnswers,
+        schemas.reference_answers_schema,
         "answers",
         "reference answer",
     )
@@ -308,7 +311,7 @@ async def answer_and_grade(
         return questions
     answers = await judge.generate(
         p.answer_from_summary_prompt(summary, [q.question for q in counted]),
-        p.SummaryAnswers,
+        schemas.summary_answers_schema(len(counted)),
         check=lambda r: _indexed(r.answers, len(counted), "answer"),
     )
     answered = [
@@ -322,7 +325,7 @@ async def answer_and_grade(
             p.grade_answers_prompt(
                 [(q.question, q.reference_answer, q.summary_answer or "") for q in to_grade]
             ),
-            p.AnswerGrades,
+            schemas.grades_schema(len(to_grade)),
             check=lambda r: _indexed(r.grades, len(to_grade), "grade"),
         )
         grades = {id(q): g for q, g in zip(to_grade, _by_index(reply.grades), strict=True)}
@@ -353,7 +356,9 @@ async def check_claims(
             raise ValueError("claims must be non-empty strings")
 
     extracted = await judge.generate(
-        p.extract_claims_prompt(summary), p.ExtractedClaims, check=check_extracted
+        p.extract_claims_prompt(summary),
+        schemas.claims_schema(schemas.max_claims(summary)),
+        check=check_extracted,
     )
     claims = [c.strip() for c in extracted.claims]
     if not claims:
@@ -366,7 +371,7 @@ async def check_claims(
         route,
         p.verify_claims_prompt,
         p.verify_claims_excerpts_prompt,
-        p.ClaimVerdicts,
+        schemas.verdicts_schema,
         "verdicts",
         "verdict",
     )
@@ -406,6 +411,6 @@ async def review_style(sentences: tuple[str, ...], judge: Any) -> p.StyleReview:
     """Ask the (cached, validating) judge once for vague sentences and repeated points."""
     return await judge.generate(
         p.review_style_prompt(sentences),
-        p.StyleReview,
+        schemas.style_review_schema(len(sentences)),
         check=lambda r: check_review(r, len(sentences)),
     )

@@ -39,6 +39,7 @@ from pydantic import BaseModel
 
 from ._replies import parse_json_reply
 from .judge import JudgeFailed, JudgeOutputError
+from .schemas import reply_token_limit
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -262,7 +263,7 @@ class OpenAIJudge:
     async def _complete(self, prompt: str, schema: type[BaseModel]) -> str:
         if self.mode in self._confirmed:
             messages, response_format = _request_parts(self.mode, prompt, schema)
-            return await self._request(messages, response_format)
+            return await self._request(messages, response_format, schema)
         # Until a mode has worked, one call at a time finds it (a batch's first calls would
         # otherwise all be refused at once); afterwards calls run freely.
         loop = asyncio.get_running_loop()
@@ -275,10 +276,10 @@ class OpenAIJudge:
             mode = self.mode
             messages, response_format = _request_parts(mode, prompt, schema)
             if mode in self._confirmed:
-                return await self._request(messages, response_format)
+                return await self._request(messages, response_format, schema)
             try:
                 # first use of a mode: no SDK retries, so a refusal is not retried with backoff
-                content = await self._request(messages, response_format, retries=False)
+                content = await self._request(messages, response_format, schema, retries=False)
             except JudgeOutputError:
                 self._confirmed.add(mode)  # the server took the mode; the reply was bad
                 raise
@@ -289,7 +290,7 @@ class OpenAIJudge:
                     if isinstance(exc, PromptTruncatedError):
                         raise
                     # a transport fault on a mode's first try: now with the SDK's retries
-                    return await self._request(messages, response_format)
+                    return await self._request(messages, response_format, schema)
                 if self.structured != "auto" or mode == MODES[-1]:
                     raise
                 following = MODES[MODES.index(mode) + 1]
@@ -306,6 +307,7 @@ class OpenAIJudge:
         self,
         messages: list[dict[str, str]],
         response_format: dict[str, Any] | None,
+        schema: type[BaseModel],
         *,
         retries: bool = True,
     ) -> str:
@@ -318,8 +320,10 @@ class OpenAIJudge:
             kwargs["response_format"] = response_format
         if self.seed is not None:
             kwargs["seed"] = self.seed
-        if self.max_tokens is not None:
-            kwargs["max_tokens"] = self.max_tokens
+        # bounded replies: the user's max_tokens, else the most the schema's bounds allow
+        max_tokens = self.max_tokens if self.max_tokens is not None else reply_token_limit(schema)
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
         client = await self._client()

@@ -24,87 +24,31 @@ import weakref
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
+
+# The classes live in shared/schemas.py (bounded, per-call variants); they are re-exported here
+# so that ``prompts.GeneratedQuestions`` etc. stay where callers and tests look for them.
+from .schemas import (
+    AnswerGrade,  # noqa: F401 (re-exported)
+    AnswerGrades,
+    ClaimVerdict,  # noqa: F401 (re-exported)
+    ClaimVerdicts,
+    ExtractedClaims,
+    GeneratedQuestion,  # noqa: F401 (re-exported)
+    GeneratedQuestions,
+    ReferenceAnswer,  # noqa: F401 (re-exported)
+    ReferenceAnswers,
+    RepeatedPoint,  # noqa: F401 (re-exported)
+    SentenceVerdict,  # noqa: F401 (re-exported)
+    StyleReview,
+    SummaryAnswer,  # noqa: F401 (re-exported)
+    SummaryAnswers,
+    Verdict,  # noqa: F401 (re-exported)
+    per_call_rules,
+)
 
 TASK_LINE = "### summary-eval task: {task}"
 _TASK_RE = re.compile(r"^### summary-eval task: (\w+)", re.MULTILINE)
-
-# ---------------------------------------------------------------------------------------------
-# Output schemas
-# ---------------------------------------------------------------------------------------------
-
-
-class GeneratedQuestion(BaseModel):
-    question: str = Field(description="An open-ended question about one main point of the source.")
-    reference_answer: str = Field(description="One sentence answering it, from the source only.")
-    importance: int = Field(ge=1, le=5, description="1 = minor detail, 5 = central point.")
-
-
-class GeneratedQuestions(BaseModel):
-    questions: list[GeneratedQuestion]
-
-
-class ReferenceAnswer(BaseModel):
-    index: int = Field(description="The number of the question being answered.")
-    reference_answer: str
-
-
-class ReferenceAnswers(BaseModel):
-    answers: list[ReferenceAnswer]
-
-
-class ExtractedClaims(BaseModel):
-    claims: list[str] = Field(description="Atomic factual claims made by the summary.")
-
-
-Verdict = Literal["supported", "contradicted", "not_in_source"]
-
-
-class ClaimVerdict(BaseModel):
-    index: int = Field(description="The number of the claim being judged.")
-    verdict: Verdict
-    reason: str = Field(description="One short sentence explaining the verdict.")
-    quote: str = Field(default="", description="The source passage the verdict rests on.")
-
-
-class ClaimVerdicts(BaseModel):
-    verdicts: list[ClaimVerdict]
-
-
-class SummaryAnswer(BaseModel):
-    index: int = Field(description="The number of the question being answered.")
-    answer: str = Field(description='The answer from the summary alone, or "idk".')
-
-
-class SummaryAnswers(BaseModel):
-    answers: list[SummaryAnswer]
-
-
-class AnswerGrade(BaseModel):
-    index: int = Field(description="The number of the question being graded.")
-    grade: int = Field(ge=0, le=5, description="0 = wrong or missing, 5 = fully equivalent.")
-    reason: str = Field(default="", description="One short sentence.")
-
-
-class AnswerGrades(BaseModel):
-    grades: list[AnswerGrade]
-
-
-class SentenceVerdict(BaseModel):
-    index: int = Field(description="The number of the sentence being judged.")
-    vague: bool = Field(description="True if it says what the text is about instead of the facts.")
-    reason: str = Field(default="", description="One short sentence; required when vague.")
-
-
-class RepeatedPoint(BaseModel):
-    point: str = Field(description="The repeated point, in a few words.")
-    sentences: list[int] = Field(description="Numbers of every sentence stating it (at least 2).")
-
-
-class StyleReview(BaseModel):
-    sentences: list[SentenceVerdict]
-    repeated_points: list[RepeatedPoint] = Field(default_factory=list)
-
 
 # ---------------------------------------------------------------------------------------------
 # Templates
@@ -211,7 +155,8 @@ does not contain the answer, answer exactly "idk". Do not guess and do not use o
 
 GRADE_ANSWERS = _template(
     "You grade answers against reference answers.",
-    """For each numbered item, compare the candidate answer with the reference answer and grade how much
+    """Each numbered item is a JSON object with a "question", its "reference" answer and a "candidate"
+answer. For each item, compare the candidate answer with the reference answer and grade how much
 of the reference's information the candidate conveys correctly:
 5 = equivalent; 4 = nearly all, minor detail missing; 3 = the main point with notable gaps;
 2 = partly right; 1 = barely related; 0 = wrong, contradictory or missing.""",
@@ -393,19 +338,27 @@ def answer_from_summary_prompt(summary: str, questions: Sequence[str]) -> str:
     )
 
 
+def grade_item(question: str, reference: str, candidate: str) -> str:
+    """One grade item as a one-line JSON object: every field is a JSON string, so no content
+    (quotes, separators, "reference:" text, newlines) can end its field or forge another; only
+    the JSON syntax the prompt itself writes separates fields. Whitespace runs fold to one space
+    first, as in every numbered block."""
+    fields = {"question": question, "reference": reference, "candidate": candidate}
+    return json.dumps({k: " ".join(v.split()) for k, v in fields.items()}, ensure_ascii=False)
+
+
+def read_grade_item(line: str) -> dict[str, str]:
+    """The fields of one item of a grade prompt's ITEMS block (used by the fake judge)."""
+    fields = json.loads(line)
+    if not isinstance(fields, dict):
+        raise ValueError(f"not a grade item: {line!r}")
+    return {str(k): str(v) for k, v in fields.items()}
+
+
 def grade_answers_prompt(items: Sequence[tuple[str, str, str]]) -> str:
-    """``items``: (question, reference answer, candidate answer) triples.
-
-    ``||`` separates the fields of an item, so inside a field it is broken up: a candidate
-    answer cannot forge a ``|| reference:`` field of its own."""
-
-    def field(text: str) -> str:
-        return " ".join(text.split()).replace("||", "| |")
-
-    lines = [
-        f"question: {field(q)} || reference: {field(r)} || candidate: {field(c)}"
-        for q, r, c in items
-    ]
+    """``items``: (question, reference answer, candidate answer) triples, one JSON object each
+    (:func:`grade_item`)."""
+    lines = [grade_item(q, r, c) for q, r, c in items]
     return render("grade_answers", items_block=numbered_block("ITEMS", lines))
 
 
@@ -506,8 +459,9 @@ def _prompt_hashes() -> tuple[tuple[str, str], ...]:
 
 
 def _task_hash(template: str, schema: type[BaseModel]) -> str:
-    """12 hex digits over the data rule, one template and its output schema."""
-    return _digest(_DATA_RULE, template, schema_fingerprint(schema))[:12]
+    """12 hex digits over the data rule, one template, its output schema and the rules of the
+    per-call schemas actually sent (:func:`shared.schemas.per_call_rules`)."""
+    return _digest(_DATA_RULE, template, schema_fingerprint(schema), per_call_rules(schema))[:12]
 
 
 @functools.cache

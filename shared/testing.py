@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from . import prompts as p
+from . import schemas as sch
 from .judge import JudgeOutputError
 
 T = TypeVar("T", bound=BaseModel)
@@ -227,6 +228,8 @@ def minimal_instance(json_schema: dict[str, Any]) -> Any:
             props = node.get("properties", {})
             return {name: build(props[name]) for name in node.get("required", [])}
         if kind == "array":
+            if node.get("prefixItems"):  # a tuple: one value per position
+                return [build(item) for item in node["prefixItems"]]
             return [build(node.get("items", {})) for _ in range(node.get("minItems", 0))]
         if kind == "string":
             return "x" * node.get("minLength", 1)
@@ -240,6 +243,11 @@ def minimal_instance(json_schema: dict[str, Any]) -> Any:
     return build(json_schema)
 
 
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut to a schema's ``maxLength`` (the fake copies whole source sentences)."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def _generate_questions(prompt: str) -> dict:
     source = p.read_block(prompt, "SOURCE") or p.read_block(prompt, "PART") or ""
     match = re.search(r"write (?:up to )?(\d+) open-ended questions", prompt, re.IGNORECASE)
@@ -250,8 +258,8 @@ def _generate_questions(prompt: str) -> dict:
         topic = " ".join(words) or sentence[:30]
         questions.append(
             {
-                "question": f"What does the source say about {topic}?",
-                "reference_answer": sentence,
+                "question": _clip(f"What does the source say about {topic}?", sch.QUESTION_CHARS),
+                "reference_answer": _clip(sentence, sch.ANSWER_CHARS),
                 "importance": max(1, 5 - i),
             }
         )
@@ -273,13 +281,15 @@ def _answer_user_questions(prompt: str) -> dict:
     answers = []
     for i, question in enumerate(p.read_numbered_block(prompt, "QUESTIONS"), start=1):
         best, hits = _best_sentence(content_words(question), source_sentences)
-        answers.append({"index": i, "reference_answer": best if hits else "not in source"})
+        answer = _clip(best, sch.ANSWER_CHARS) if hits else "not in source"
+        answers.append({"index": i, "reference_answer": answer})
     return {"answers": answers}
 
 
 def _extract_claims(prompt: str) -> dict:
     summary = p.read_block(prompt, "SUMMARY") or ""
-    return {"claims": [s for s in sentences(summary) if content_words(s)]}
+    found = [_clip(c, sch.CLAIM_CHARS) for c in sentences(summary) if content_words(c)]
+    return {"claims": found[: sch.max_claims(summary)]}
 
 
 def _verify_claims(prompt: str) -> dict:
@@ -300,7 +310,14 @@ def _verify_claims(prompt: str) -> dict:
         else:
             verdict, reason = "not_in_source", f"only {share:.0%} of its words appear in the source"
             quote = ""
-        verdicts.append({"index": i, "verdict": verdict, "reason": reason, "quote": quote})
+        verdicts.append(
+            {
+                "index": i,
+                "verdict": verdict,
+                "reason": reason,
+                "quote": _clip(quote, sch.QUOTE_CHARS),
+            }
+        )
     return {"verdicts": verdicts}
 
 
@@ -309,16 +326,14 @@ def _answer_from_summary(prompt: str) -> dict:
     answers = []
     for i, question in enumerate(p.read_numbered_block(prompt, "QUESTIONS"), start=1):
         best, hits = _best_sentence(content_words(question), summary_sentences)
-        answers.append({"index": i, "answer": best if hits else "idk"})
+        answers.append({"index": i, "answer": _clip(best, sch.ANSWER_CHARS) if hits else "idk"})
     return {"answers": answers}
 
 
 def _grade_answers(prompt: str) -> dict:
     grades = []
     for i, item in enumerate(p.read_numbered_block(prompt, "ITEMS"), start=1):
-        fields = dict(
-            part.strip().split(": ", 1) for part in item.split(" || ") if ": " in part.strip()
-        )
+        fields = p.read_grade_item(item)
         reference = content_words(fields.get("reference", ""))
         candidate = set(content_words(fields.get("candidate", "")))
         share = _overlap(reference, candidate)
@@ -358,7 +373,12 @@ def _review_style(prompt: str) -> dict:
         if group:
             claimed.update(group)
             point = " ".join(sorted(words[i] & words[group[0]])[:6])
-            points.append({"point": point, "sentences": [i + 1] + [j + 1 for j in group]})
+            points.append(
+                {
+                    "point": _clip(point, sch.POINT_CHARS),
+                    "sentences": [i + 1] + [j + 1 for j in group],
+                }
+            )
     return {"sentences": verdicts, "repeated_points": points}
 
 
