@@ -197,6 +197,18 @@ class ScoreOptions:
         return cls(**options)
 
 
+def _importance(value: object, i: int) -> int:
+    """A question's importance as an int 1-5 (3.0 from JSON is fine; inf, 2.5, "high" are not)."""
+    integral = isinstance(value, int) or (
+        isinstance(value, float) and math.isfinite(value) and value.is_integer()
+    )
+    if isinstance(value, bool) or not integral:
+        raise ValueError(f"questions[{i}] importance must be an integer 1-5, got {value!r}")
+    if not 1 <= value <= 5:
+        raise ValueError(f"questions[{i}] importance must be 1-5, got {value!r}")
+    return int(value)
+
+
 def _normalise_questions(questions: Iterable[Any]) -> tuple[UserQuestion, ...]:
     if isinstance(questions, str):
         raise TypeError("questions must be a list of questions, not one string")
@@ -207,7 +219,7 @@ def _normalise_questions(questions: Iterable[Any]) -> tuple[UserQuestion, ...]:
         elif isinstance(q, str):
             item = UserQuestion(q)
         elif isinstance(q, dict) and isinstance(q.get("question"), str):
-            item = UserQuestion(q["question"], int(q.get("importance", 3)))
+            item = UserQuestion(q["question"], _importance(q.get("importance", 3), i))
         else:
             raise TypeError(f"questions[{i}] must be a string or {{'question', 'importance'}}")
         if not item.question.strip():
