@@ -86,7 +86,7 @@ def check_async_judge(judge: object) -> None:
     generate = getattr(judge, "generate", None)
     if not callable(generate):
         raise TypeError(f"judge must have an async generate(prompt, schema); got {judge!r}")
-    target = generate if inspect.isroutine(generate) else getattr(generate, "__call__", generate)
+    target = generate if inspect.isroutine(generate) else type(generate).__call__
     if not (inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(generate)):
         raise TypeError(
             f"judge {type(judge).__name__}.generate must be async (`async def generate(prompt, "
