@@ -32,6 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .inputs import Columns, InputError, detect_format, read_rows
+from .paths import PathProblem, check_run_paths
 from .report import ReportInfo, write_report
 from .results import (
     STATUS_BAD_INPUT,
@@ -224,6 +225,17 @@ def score(
         raise _usage_error(f"bad option: {exc}") from None
 
     cache_path = None if no_cache else (cache or default_cache_path())
+    try:
+        check_run_paths(
+            input_path,
+            {
+                "results file": output,
+                "report": report_path,
+                "judge cache": None if no_judge else cache_path,
+            },
+        )
+    except PathProblem as exc:
+        raise _usage_error(str(exc)) from None
     judge, judge_text = build_judge(
         model=model,
         base_url=base_url,
