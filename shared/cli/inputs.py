@@ -40,6 +40,18 @@ def _undecodable(value: Any) -> bool:
     return False
 
 
+def _lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in a parsed JSON value (``"\\ud800"`` is valid JSON but not
+    valid Unicode: it cannot be written back as UTF-8), or None."""
+    if isinstance(value, str):
+        return next((ch for ch in value if "\ud800" <= ch <= "\udfff"), None)
+    if isinstance(value, dict):
+        value = [*value.keys(), *value.values()]
+    if isinstance(value, list):
+        return next((ch for part in value if (ch := _lone_surrogate(part))), None)
+    return None
+
+
 class InputError(Exception):
     """The input as a whole cannot be read (missing file, unknown format, no such column)."""
 
@@ -156,6 +168,15 @@ def _make_row(
 ) -> InputRow:
     if isinstance(record, str):
         return InputRow(position=position, id=str(position), error=record)
+    surrogate = _lone_surrogate(record)
+    if surrogate:  # keep none of its text: it could not even be written to the results
+        row_id, _ = _read_id(record.get(columns.id), position)
+        return InputRow(
+            position=position,
+            id=str(position) if _lone_surrogate(row_id) else row_id,
+            error=f"row {position} holds a lone surrogate ({ascii(surrogate)[1:-1]}), which is "
+            "not valid Unicode text",
+        )
     row_id, id_error = _read_id(record.get(columns.id), position)
     row = InputRow(
         position=position,
