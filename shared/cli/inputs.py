@@ -109,13 +109,25 @@ def read_rows(path: Path, columns: Columns, fmt: InputFormat) -> list[InputRow]:
     rows = [_make_row(position, record, columns, fmt) for position, record in records]
     if not rows:
         raise InputError(f"{path} has no rows to score")
+    _rename_repeats(rows)
+    return rows
+
+
+def _rename_repeats(rows: list[InputRow]) -> None:
+    """Mark each true repeat of an id as bad and give it a new id that no row uses, so its
+    error row never collides with a real id (``a``, ``a``, ``a#row2`` keep the third row)."""
+    taken = {row.id for row in rows}
     first_seen: dict[str, int] = {}
     for row in rows:
-        if row.id in first_seen:
-            row.error = f"duplicate id {row.id!r} (first used by row {first_seen[row.id]})"
-            row.id = f"{row.id}#row{row.position}"
-        first_seen.setdefault(row.id, row.position)
-    return rows
+        if row.id not in first_seen:
+            first_seen[row.id] = row.position
+            continue
+        row.error = f"duplicate id {row.id!r} (first used by row {first_seen[row.id]})"
+        new_id = f"{row.id}#row{row.position}"
+        while new_id in taken:
+            new_id += "'"
+        taken.add(new_id)
+        row.id = new_id
 
 
 def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
