@@ -128,6 +128,26 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def spreadsheet_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: one starting with ``= + - @`` (or tab, CR) would
+    run as a formula (``=HYPERLINK(...)`` in a summary), so it gets a leading apostrophe, which
+    spreadsheets hide. A cell that starts with an apostrophe gets one too, so that
+    :func:`spreadsheet_text` undoes it exactly."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def spreadsheet_text(value: Any) -> Any:
+    """The original text of a cell written by :func:`spreadsheet_cell`."""
+    if isinstance(value, str) and value.startswith("'"):
+        return value[1:]
+    return value
+
+
 def detect_result_format(path: Path) -> ResultFormat:
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
@@ -175,7 +195,8 @@ def _from_csv(record: dict[str, Any]) -> Row | None:
     (the csv module accepts an unterminated quoted field at the end of the file)."""
     row: Row = {}
     fixed = {"id", "status", "reason", "error", "signature", "input_hash", "summary"}
-    for key, value in record.items():
+    for key, raw in record.items():
+        value = spreadsheet_text(raw)
         if key in fixed:
             row[key] = value if value != "" or key in ("id", "reason") else None
         elif key == "position":
@@ -260,7 +281,7 @@ class ResultsWriter:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
             return
         flat = {
-            key: (
+            key: spreadsheet_cell(
                 json.dumps(value, ensure_ascii=False)
                 if isinstance(value, dict | list)
                 else ("" if value is None else value)
