@@ -21,6 +21,7 @@ from deepeval.test_case import LLMTestCase, SingleTurnParams
 from shared import DEFAULT_N, ScoreOptions, SummaryEvaluation, ascore_summary
 from shared.pipeline import run_sync
 
+from ._cases import checkable_case
 from ._judge import CaseUsage, current_usage, judge_for
 
 
@@ -136,7 +137,8 @@ class _SummaryMetricBase(BaseMetric):
         """Score one test case; sets ``score``, ``reason``, ``success``, ``score_breakdown``,
         ``evaluation_cost``, ``verbose_logs`` and ``error``, and returns the score."""
         self._clear_result()  # a previous case's fields must not survive a failure on this one
-        prepare_measure(self, test_case)  # DeepEval's own errors for missing input/output
+        # DeepEval's own errors for missing input/output (an empty summary is not missing)
+        prepare_measure(self, checkable_case(test_case))
         with metric_progress_indicator(
             self, async_mode=True, _show_indicator=_show_indicator, _in_component=_in_component
         ):

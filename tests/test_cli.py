@@ -103,7 +103,7 @@ def test_jsonl_bad_rows_keep_their_reason(tmp_path: Path) -> None:
     assert "not valid JSON" in errors["2"]
     assert "JSON list, not an object" in errors["3"]
     assert "missing field 'summary'" in errors["nosum"]
-    assert "summary is empty" in errors["empty"]
+    assert errors["empty"] is None  # an empty summary scores 0.0 (README, "Bad input")
     assert "summary must be a string, got int" in errors["number"]
     assert "duplicate id 'ok' (first used by row 1)" in errors["ok#row7"]
     assert "questions" in errors["badq"]
@@ -120,7 +120,7 @@ def test_csv_column_mapping_and_questions(tmp_path: Path) -> None:
     rows = read_rows(path, Columns("article", "text", "key", "qs"), "csv")
     assert [r.id for r in rows] == ["a", "b"]
     assert rows[0].questions == ["What?", "Why?"] and rows[0].error is None
-    assert rows[1].questions == ["Who?", "When?"] and "summary is empty" in rows[1].error
+    assert rows[1].questions == ["Who?", "When?"] and rows[1].error is None  # scores 0.0
     with pytest.raises(InputError, match=r"no 'source' column.*--source-column"):
         read_rows(path, Columns(), "csv")
 

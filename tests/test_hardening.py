@@ -4,6 +4,7 @@ failure it guards against. CLI runs go through typer's CliRunner against the stu
 from __future__ import annotations
 
 import asyncio
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ from typer.testing import CliRunner
 
 from shared import score_summaries, score_summary
 from shared.cli.app import app
-from shared.testing import FakeJudge
+from shared.cli.inputs import Columns, read_rows
+from shared.cli.results import read_results
+from shared.testing import FakeJudge, stub_server
 
 
 def run_cli(*args: Any) -> tuple[int, str]:
@@ -98,3 +101,163 @@ def test_unusable_importance_is_a_value_error(seed: tuple[str, str], importance:
             cache=False,
             questions=[{"question": "Who?", "importance": importance}],
         )
+
+
+# --- CLI: never lose the user's data, never crash on one row -----------------------------------
+
+
+@pytest.mark.parametrize("flag", ["-o", "--report", "--cache"])
+def test_output_report_or_cache_equal_to_the_input_is_refused(tmp_path: Path, flag: str) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    before = source.read_bytes()
+    args = ["score", source, *nojudge()]
+    if flag == "--cache":
+        args = ["score", source, "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+    code, text = run_cli(*args, flag, tmp_path / "." / "in.jsonl")
+    assert code == 2 and "input" in text
+    assert source.read_bytes() == before
+
+
+def test_output_hard_linked_to_the_input_is_refused(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    link = tmp_path / "link.jsonl"
+    link.hardlink_to(source)
+    before = source.read_bytes()
+    code, text = run_cli("score", source, *nojudge(), "-o", link)
+    assert code == 2 and "input" in text
+    assert source.read_bytes() == before
+
+
+@pytest.mark.parametrize("flag", ["-o", "--report", "--cache"])
+def test_unwritable_paths_exit_2_before_any_judge_call(tmp_path: Path, flag: str) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    bad = blocker / ("x.jsonl" if flag == "-o" else "x.html" if flag == "--report" else "c.db")
+    judge = FakeJudge()
+    with stub_server(judge) as url:
+        args = ["--base-url", url, "--model", "fake-judge"]
+        if flag != "--cache":
+            args.append("--no-cache")
+        code, text = run_cli("score", source, *args, "-o", tmp_path / "out.jsonl", flag, bad)
+    assert code == 2 and "a-file" in text
+    assert judge.total_calls == 0
+
+
+def test_output_naming_a_directory_exits_2(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    folder = tmp_path / "out.jsonl"
+    folder.mkdir()
+    code, text = run_cli("score", source, *nojudge(), "-o", folder)
+    assert code == 2 and "folder" in text
+
+
+def test_lone_surrogate_is_one_bad_row_and_the_run_goes_on(tmp_path: Path) -> None:
+    lines = [json.dumps({**ROW, "id": f"r{i}"}) for i in range(4)]
+    lines.insert(2, '{"id": "bad", "source": "S.", "summary": "a \\ud800 b"}')
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out.jsonl"
+    code, _ = run_cli("score", source, *nojudge(), "-o", out, "--no-report")
+    assert code == 1
+    rows = {r["id"]: r for r in read_results(out)}
+    assert len(rows) == 5
+    assert rows["bad"]["status"] == "bad_input" and "surrogate" in rows["bad"]["error"]
+    assert all(rows[f"r{i}"]["status"] == "ok" for i in range(4))
+
+
+def test_infinite_importance_is_one_bad_row(tmp_path: Path) -> None:
+    questions = [{"question": "Who sat?", "importance": 1e400}]
+    source = tmp_path / "in.jsonl"
+    source.write_text(
+        json.dumps({**ROW, "id": "ok"})
+        + "\n"
+        + json.dumps({**ROW, "id": "inf", "questions": "Q"})[:-1].replace('"Q"', "")
+        + json.dumps(questions).replace("Infinity", "1e400")
+        + "}\n"
+    )
+    out = tmp_path / "out.jsonl"
+    code, _ = run_cli("score", source, *nojudge(), "-o", out, "--no-report")
+    rows = {r["id"]: r for r in read_results(out)}
+    assert code == 1 and rows["ok"]["status"] == "ok"
+    assert rows["inf"]["status"] == "bad_input" and "importance" in rows["inf"]["error"]
+
+
+def test_only_true_repeats_are_duplicates(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "in.jsonl",
+        [{**ROW, "id": "a"}, {**ROW, "id": "a"}, {**ROW, "id": "a#row2"}],
+    )
+    rows = read_rows(path, Columns(), "jsonl")
+    assert rows[0].id == "a" and rows[0].error is None
+    assert rows[2].id == "a#row2" and rows[2].error is None
+    assert rows[1].error and "duplicate id 'a'" in rows[1].error
+    assert len({row.id for row in rows}) == 3
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(tmp_path: Path) -> None:
+    risky = ['=HYPERLINK("http://x","y")', "+1+2", "-2+3", "@SUM(A1)", "'quoted"]
+    source = write_jsonl(
+        tmp_path / "in.jsonl",
+        [{"id": f"=id{i}", "source": ROW["source"], "summary": s} for i, s in enumerate(risky)],
+    )
+    out = tmp_path / "out.csv"
+    run_cli("score", source, *nojudge(), "-o", out, "--no-report")
+    with out.open(newline="", encoding="utf-8") as handle:
+        cells = [cell for record in csv.reader(handle) for cell in record]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@")]
+    # read back (resume) exactly as written: no row is redone
+    back = {r["id"]: r["summary"] for r in read_results(out)}
+    assert back == {f"=id{i}": s for i, s in enumerate(risky)}
+    code, text = run_cli("score", source, *nojudge(), "-o", out, "--no-report")
+    assert code == 0 and "5 of 5 rows already done" in text
+
+
+@pytest.mark.parametrize("summary", ["", "   \n"])
+def test_empty_summary_follows_one_rule_in_core_and_cli(tmp_path: Path, summary: str) -> None:
+    """The rule (README, "Empty summaries"): an empty or whitespace-only summary is a valid,
+    useless summary: score 0.0 (it covers nothing and claims nothing), no judge call."""
+    judge = FakeJudge()
+    ev = score_summary(ROW["source"], summary, judge=judge, cache=False, dimensions=[])
+    assert ev.score == 0.0 and judge.total_calls == 0
+    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "e", **ROW, "summary": summary}])
+    out = tmp_path / "out.jsonl"
+    with stub_server(judge) as url:
+        code, _ = run_cli(
+            "score",
+            source,
+            "--base-url",
+            url,
+            "--model",
+            "fake-judge",
+            "--no-cache",
+            "-o",
+            out,
+            "--no-report",
+        )
+    (row,) = read_results(out)
+    assert code == 0 and row["status"] == "ok" and row["score"] == 0.0
+
+
+@pytest.mark.parametrize("summary", ["", "   \n"])
+def test_empty_summary_follows_the_same_rule_in_deepeval_and_ragas(summary: str) -> None:
+    from deepeval.test_case import LLMTestCase
+    from openai import AsyncOpenAI
+    from ragas.dataset_schema import SingleTurnSample
+    from ragas.llms import llm_factory
+
+    from deepeval_ext import SummaryQualityMetric
+    from deepeval_ext.testing import FakeDeepEvalModel
+    from ragas_ext import SummaryQuality
+
+    metric = SummaryQualityMetric(model=FakeDeepEvalModel(), dimensions=[], async_mode=False)
+    case = LLMTestCase(input=ROW["source"], actual_output=summary)
+    assert metric.measure(case) == 0.0
+
+    judge = FakeJudge()
+    with stub_server(judge) as url:
+        llm = llm_factory("stub", client=AsyncOpenAI(base_url=url, api_key="x", max_retries=0))
+        ragas_metric = SummaryQuality(llm=llm, dimensions=[])
+        sample = SingleTurnSample(reference_contexts=[ROW["source"]], response=summary)
+        assert asyncio.run(ragas_metric.single_turn_ascore(sample)) == 0.0
+    assert judge.total_calls == 0

@@ -199,7 +199,7 @@ def _make_row(
     )
     problems = [id_error] if id_error else []
     problems += _check_text(record, columns.source, "source", allow_list=True)
-    problems += _check_text(record, columns.summary, "summary", allow_list=False)
+    problems += _check_text(record, columns.summary, "summary", allow_list=False, allow_empty=True)
     raw_questions = record.get(columns.questions)
     if raw_questions not in (None, ""):
         try:
@@ -219,7 +219,11 @@ def _read_id(value: Any, position: int) -> tuple[str, str | None]:
     return str(value).strip() or str(position), None
 
 
-def _check_text(record: dict[str, Any], column: str, what: str, *, allow_list: bool) -> list[str]:
+def _check_text(
+    record: dict[str, Any], column: str, what: str, *, allow_list: bool, allow_empty: bool = False
+) -> list[str]:
+    """Why the field cannot be scored, if it cannot. An empty summary can: it scores 0.0 (the
+    one rule for empty summaries, README "Empty summaries"); an empty source cannot."""
     if column not in record:
         hint = f" (map another column with --{what}-column)" if column == what else ""
         return [f"missing field {column!r}{hint}"]
@@ -233,7 +237,7 @@ def _check_text(record: dict[str, Any], column: str, what: str, *, allow_list: b
     if not isinstance(value, str):
         kind = "null" if value is None else type(value).__name__
         return [f"{what} must be a string, got {kind}"]
-    if not value.strip():
+    if not value.strip() and not allow_empty:
         return [f"{what} is empty or whitespace only"]
     return []
 
