@@ -15,6 +15,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -401,9 +402,35 @@ def test_killed_run_resumes_without_paying_twice(tmp_path: Path) -> None:
     assert all(r in final for r in kept)
 
 
+class HoldingFake(FakeJudge):
+    """Answers every request about the first summary it is asked about at once, and holds every
+    request about any other summary until ``release`` is set: the run finishes exactly one row
+    and then waits, however fast or busy the machine is."""
+
+    def __init__(self, summaries: list[str]) -> None:
+        super().__init__()
+        self.summaries = summaries
+        self.first: str | None = None
+        self.release = threading.Event()
+
+    def answer_text(self, prompt: str, schema: type[BaseModel]) -> str:
+        mentioned = [s for s in self.summaries if s in prompt]
+        with self._lock:
+            if self.first is None and mentioned:
+                self.first = mentioned[0]
+            held = any(s != self.first for s in mentioned)
+        if held:
+            self.release.wait(timeout=120)  # a safety net only; the test releases it
+        return super().answer_text(prompt, schema)
+
+
 def test_ctrl_c_keeps_finished_rows_and_exits_130(tmp_path: Path) -> None:
+    """Deterministic: with one row at a time, the first row finishes and the second is held by
+    the server until the process has been interrupted and has exited."""
     out, cache = tmp_path / "res.jsonl", tmp_path / "cache.sqlite3"
-    with stub_server(SlowFake(delay=0.4)) as url:
+    summaries = [json.loads(line)["summary"] for line in EXAMPLES.read_text().splitlines()]
+    judge = HoldingFake(summaries)
+    with stub_server(judge) as url:
         proc = _start(
             [
                 "score",
@@ -411,21 +438,24 @@ def test_ctrl_c_keeps_finished_rows_and_exits_130(tmp_path: Path) -> None:
                 "-o",
                 str(out),
                 "--concurrency",
-                "2",
+                "1",
                 "--no-report",
                 *judge_args(url, cache),
             ],
             tmp_path,
         )
-        _wait_for_rows(out, proc, at_least=1)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
+        try:
+            _wait_for_rows(out, proc, at_least=1)
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            judge.release.set()  # only now may the held requests be answered
     assert proc.returncode == 130, stderr
     kept = read_results(out)
     text = " ".join(stderr.split())
-    assert f"Interrupted. {len(kept)} finished rows are saved" in text
+    assert len(kept) == 1 and kept[0]["status"] == "ok"
+    assert "Interrupted. 1 finished rows are saved" in text
     assert "run the same command again to resume" in text
-    assert 1 <= len(kept) < 8
     lines = out.read_text().splitlines()
     assert len(lines) == len(kept)  # no torn or duplicate line
 
