@@ -261,3 +261,31 @@ def test_empty_summary_follows_the_same_rule_in_deepeval_and_ragas(summary: str)
         sample = SingleTurnSample(reference_contexts=[ROW["source"]], response=summary)
         assert asyncio.run(ragas_metric.single_turn_ascore(sample)) == 0.0
     assert judge.total_calls == 0
+
+
+# --- offline mode says what it did -------------------------------------------------------------
+
+
+def test_offline_worst_ranking_uses_the_dimensions_that_track_quality() -> None:
+    from shared.cli.report import rank_value
+
+    long_bad = {"density": 1.0, "conciseness": 1.0, "coherence": 0.2, "non_redundancy": 0.5}
+    short_good = {"density": 0.0, "conciseness": 0.0, "coherence": 0.9, "non_redundancy": 1.0}
+    keys = list(long_bad)
+    assert rank_value(long_bad, keys) < rank_value(short_good, keys)
+    assert rank_value({"score": 0.7, "coherence": 0.1}, keys) == 0.7
+    assert rank_value({"density": 0.3}, keys) is None
+
+
+def test_offline_rows_say_what_was_scored_and_what_was_skipped(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW, {**ROW, "summary": "A cat. A mat. Warm."}])
+    out, report = tmp_path / "out.jsonl", tmp_path / "r.html"
+    code, text = run_cli("score", source, "--no-judge", "--no-cache", "-o", out, "--report", report)
+    assert code == 0
+    for row in read_results(out):
+        assert row["status"] == "ok" and "Unscored" not in row["reason"]
+        assert row["reason"].startswith("Scored without a judge")
+        assert "skipped" in row["reason"] and "score, alignment, coverage" in row["reason"]
+    html = report.read_text()
+    assert "Every row was scored." not in html
+    assert "coherence and non_redundancy" in html

@@ -35,6 +35,7 @@ from .inputs import Columns, InputError, detect_format, read_rows
 from .paths import PathProblem, check_run_paths
 from .report import ReportInfo, write_report
 from .results import (
+    NEEDS_JUDGE,
     STATUS_BAD_INPUT,
     STATUS_OK,
     STATUS_UNSCORED,
@@ -363,10 +364,6 @@ def _print_table(rows: list[Row], keys: list[str]) -> None:
     out.print(table)
     if len(rows) > TABLE_ROWS:
         out.print(f"… and {len(rows) - TABLE_ROWS} more rows in the results file.")
-
-
-NEEDS_JUDGE = ("score", "alignment", "coverage", "specificity")
-"""The columns only a judge fills (non_redundancy falls back to its deterministic part)."""
 
 
 def _skipped(keys: list[str]) -> list[str]:

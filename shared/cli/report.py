@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .ranking import rank_basis, rank_value
 from .results import STATUS_BAD_INPUT, STATUS_OK, STATUS_UNSCORED, Row
 
 
@@ -60,16 +61,6 @@ def statistics_table(rows: Sequence[Row], keys: Sequence[str]) -> list[dict[str,
             )
         table.append(entry)
     return table
-
-
-def rank_value(row: Row, keys: Sequence[str]) -> float | None:
-    """What "worst" sorts by: the headline score, else the mean of the sub-scores present
-    (without a judge there is no headline score)."""
-    score = row.get("score")
-    if isinstance(score, int | float):
-        return float(score)
-    values = [float(row[k]) for k in keys if _is_number(row.get(k))]
-    return statistics.fmean(values) if values else None
 
 
 def _is_number(value: Any) -> bool:
@@ -227,6 +218,7 @@ def render_report(
         counts=counts,
         keys=list(keys),
         signatures=signatures,
+        rank_basis=rank_basis(any(_is_number(r.get("score")) for r in ok)),
         empty_keys=[k for k in keys if k not in present],
     )
 
@@ -308,8 +300,7 @@ TEMPLATE = r"""<!DOCTYPE html>
 {% if not plots %}<p class="muted">No row has a value: nothing to plot.</p>{% endif %}
 
 <h2>Worst summaries</h2>
-<p class="muted">Sorted by {% if "score" in keys and stats and stats[0].n %}score{% else %}the mean
- of the available sub-scores{% endif %}, lowest first.</p>
+<p class="muted" id="rank-basis">Sorted by {{ rank_basis }}, lowest first.</p>
 <div id="worst">
 {% for w in worst %}
  <div class="card worst-summary" data-id="{{ w.row.id }}">
@@ -363,7 +354,8 @@ TEMPLATE = r"""<!DOCTYPE html>
 <table id="failed-rows"><thead><tr><th>id</th><th>status</th><th>error</th></tr></thead><tbody>
 {% for r in failed %}<tr><td>{{ r.id }}</td><td>{{ r.status }}</td><td>{{ r.error }}</td></tr>
 {% endfor %}</tbody></table>
-{% else %}<p class="muted" id="failed-rows-none">Every row was scored.</p>{% endif %}
+{% else %}<p class="muted" id="failed-rows-none">Every row was scored{% if info.skipped %}
+ on what needs no judge (skipped: {{ info.skipped | join(", ") }}){% endif %}.</p>{% endif %}
 </body>
 </html>
 """

@@ -78,21 +78,34 @@ def evaluation_row(
     """
     subs = ev.sub_scores()
     evidence = ev.model_dump(mode="json", exclude=set(subs) | set(_PROVENANCE))
-    error = ev.error
+    error, reason = ev.error, ev.reason
     if without_judge and error == NO_JUDGE:
-        error = None
+        error, reason = None, offline_reason(ev.reason)
     return {
         "id": row_id,
         "position": position,
         "status": STATUS_OK if error is None else STATUS_UNSCORED,
         **{k: _number(v) for k, v in subs.items()},
-        "reason": ev.reason,
+        "reason": reason,
         "error": error,
         "signature": ev.signature,
         "input_hash": input_hash,
         "summary": summary,
         "evidence": evidence,
     }
+
+
+NEEDS_JUDGE = ("score", "alignment", "coverage", "specificity")
+"""The columns only a judge fills (non_redundancy falls back to its deterministic part)."""
+
+
+def offline_reason(core_reason: str) -> str:
+    """The reason of a row scored on purpose without a judge: what was scored and what was
+    skipped (the core's "Unscored: no judge" would contradict the row's ``ok``)."""
+    dimensions = core_reason.removeprefix(f"Unscored: {NO_JUDGE}").strip()
+    return f"Scored without a judge (skipped, they need one: {', '.join(NEEDS_JUDGE)})." + (
+        f" {dimensions}" if dimensions else ""
+    )
 
 
 def error_row(
