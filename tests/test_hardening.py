@@ -289,3 +289,18 @@ def test_offline_rows_say_what_was_scored_and_what_was_skipped(tmp_path: Path) -
     html = report.read_text()
     assert "Every row was scored." not in html
     assert "coherence and non_redundancy" in html
+
+
+def test_resume_with_other_settings_is_refused_without_force(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    out = tmp_path / "out.jsonl"
+    assert run_cli("score", source, *nojudge(), "-o", out, "--no-report")[0] == 0
+    before = out.read_bytes()
+    code, text = run_cli("score", source, *nojudge(), "--n", "3", "-o", out, "--no-report")
+    assert code == 2 and "other settings" in text and "--force" in text
+    assert out.read_bytes() == before  # nothing mixed in, nothing replaced
+    code, text = run_cli(
+        "score", source, *nojudge(), "--n", "3", "-o", out, "--no-report", "--force"
+    )
+    (row,) = read_results(out)
+    assert code == 0 and "|n:3|" in row["signature"]

@@ -196,6 +196,12 @@ def score(
         typer.Option("--retry-unscored", help="Score again rows an earlier run left unscored."),
     ] = False,
     worst: Annotated[int, typer.Option(min=0, help="Worst summaries shown in the report.")] = 10,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Replace finished rows of OUTPUT that were scored with other settings."
+        ),
+    ] = False,
 ) -> None:
     """Score every summary of INPUT; write the results file and the HTML report.
 
@@ -260,6 +266,15 @@ def score(
         plan = plan_run(rows, previous, judge=judge, options=options, retry_unscored=retry_unscored)
     except (TypeError, ValueError) as exc:
         raise _usage_error(f"bad option: {exc}") from None
+    if plan.stale and not force:
+        raise _usage_error(
+            f"{len(plan.stale)} finished row(s) of {output} were scored with other settings "
+            f"(signature {plan_signature_of(previous, plan.stale[0])!r}, this run "
+            f"{plan.signatures[plan.stale[0]]!r}); they are not resumed. Pass --force to score "
+            "them again and replace them, or write to a new file with -o."
+        )
+    if plan.stale:
+        err.print(f"--force: scoring {len(plan.stale)} row(s) again under the new settings.")
     if plan.kept:
         err.print(
             f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {output}; "
@@ -416,6 +431,11 @@ def report_command(
     info = ReportInfo(results_path=str(results), judge=", ".join(judges) or "unknown")
     write_report(path, rows, keys, info, worst=worst)
     err.print(f"Report: {path}")
+
+
+def plan_signature_of(previous: list[Row], row_id: str) -> str:
+    """The signature an earlier run gave row ``row_id`` (for the refusal message)."""
+    return next((str(r.get("signature")) for r in previous if str(r.get("id")) == row_id), "")
 
 
 def _numeric_columns(rows: list[Row]) -> list[str]:
