@@ -18,7 +18,7 @@ from deepeval.metrics.utils import construct_verbose_logs, initialize_model, pre
 from deepeval.models import DeepEvalBaseLLM
 from deepeval.test_case import LLMTestCase, SingleTurnParams
 
-from shared import DEFAULT_N, ScoreOptions, SummaryEvaluation, ascore_summary
+from shared import DEFAULT_N, NO_LLM_SUB_SCORES, ScoreOptions, SummaryEvaluation, ascore_summary
 from shared.pipeline import run_sync
 
 from ._cases import checkable_case
@@ -67,8 +67,13 @@ class _SummaryMetricBase(BaseMetric):
         # Every argument is stored under its own name: deepeval.evaluate() copies a metric per
         # test case by calling the class again with the attributes that match __init__.
         self.threshold = 1 if strict_mode else threshold
-        self.model, self.using_native_model = initialize_model(model)
-        self.evaluation_model = self.model.get_model_name()
+        if model is None and self._score_key in NO_LLM_SUB_SCORES:
+            # computed without any judge: no model, so no API key is asked for
+            self.model, self.using_native_model = None, False
+            self.evaluation_model = "none (no LLM needed)"
+        else:
+            self.model, self.using_native_model = initialize_model(model)
+            self.evaluation_model = self.model.get_model_name()
         self.n = n
         self.assessment_questions = (
             list(assessment_questions) if assessment_questions else None
@@ -148,7 +153,9 @@ class _SummaryMetricBase(BaseMetric):
                 evaluation = await ascore_summary(
                     test_case.input,
                     test_case.actual_output,
-                    judge=judge_for(self.model, use_async=self.async_mode),
+                    judge=None
+                    if self.model is None
+                    else judge_for(self.model, use_async=self.async_mode),
                     **self._score_options(),
                 )
             except (TypeError, ValueError) as exc:

@@ -8,6 +8,7 @@ result type :class:`SummaryEvaluation`. Test helpers live in :mod:`shared.testin
 from ._version import __version__
 from .dimensions import (
     DIMENSIONS,
+    NO_LLM_SUB_SCORES,
     DimensionEvidence,
     Embedder,
     MiniLMEmbedder,
@@ -43,6 +44,7 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "DEFAULT_N",
     "DIMENSIONS",
+    "NO_LLM_SUB_SCORES",
     "CachedJudge",
     "ClaimEvidence",
     "DimensionEvidence",

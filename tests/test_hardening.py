@@ -280,7 +280,7 @@ def test_offline_worst_ranking_uses_the_dimensions_that_track_quality() -> None:
 def test_offline_rows_say_what_was_scored_and_what_was_skipped(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [ROW, {**ROW, "summary": "A cat. A mat. Warm."}])
     out, report = tmp_path / "out.jsonl", tmp_path / "r.html"
-    code, text = run_cli("score", source, "--no-judge", "--no-cache", "-o", out, "--report", report)
+    code, _ = run_cli("score", source, "--no-judge", "--no-cache", "-o", out, "--report", report)
     assert code == 0
     for row in read_results(out):
         assert row["status"] == "ok" and "Unscored" not in row["reason"]
@@ -304,3 +304,36 @@ def test_resume_with_other_settings_is_refused_without_force(tmp_path: Path) -> 
     )
     (row,) = read_results(out)
     assert code == 0 and "|n:3|" in row["signature"]
+
+
+# --- metrics that need no LLM run without one ---------------------------------------------------
+
+LONG = (
+    "The council approved the plan. The plan adds bike lanes. Residents welcomed the lanes. "
+    "Work starts in May."
+)
+
+
+def test_deepeval_no_llm_dimension_metric_needs_no_model_or_key(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from deepeval.test_case import LLMTestCase
+
+    from deepeval_ext import SummaryCoherenceMetric, SummaryConcisenessMetric
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    case = LLMTestCase(input=LONG, actual_output="The council approved bike lanes. Work starts.")
+    metric = SummaryCoherenceMetric(threshold=0.5)
+    assert 0.0 <= metric.measure(case) <= 1.0 and metric.error is None
+    assert SummaryConcisenessMetric().measure(case) is not None
+
+
+def test_ragas_no_llm_dimension_metric_needs_no_llm() -> None:
+    from ragas.dataset_schema import SingleTurnSample
+
+    from ragas_ext import SummarySubScore
+
+    metric = SummarySubScore(sub_score="coherence")
+    sample = SingleTurnSample(
+        reference_contexts=[LONG], response="The council approved bike lanes. Work starts."
+    )
+    value = asyncio.run(metric.single_turn_ascore(sample))
+    assert 0.0 <= value <= 1.0

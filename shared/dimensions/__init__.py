@@ -20,6 +20,7 @@ from .density import DEFAULT_TARGET, DEFAULT_TOLERANCE, density_score
 from .embedding import DEFAULT_EMBEDDING_MODEL, Embedder, MiniLMEmbedder, default_embedder
 from .evidence import (
     DIMENSIONS,
+    NO_LLM_SUB_SCORES,
     CoherenceEvidence,
     ConcisenessEvidence,
     DensityEvidence,
@@ -40,6 +41,7 @@ __all__ = [
     "DEFAULT_TARGET",
     "DEFAULT_TOLERANCE",
     "DIMENSIONS",
+    "NO_LLM_SUB_SCORES",
     "CoherenceEvidence",
     "ConcisenessEvidence",
     "DensityEvidence",

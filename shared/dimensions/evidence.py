@@ -27,6 +27,8 @@ DIMENSIONS: tuple[DimensionName, ...] = (
 NEEDS_SPACY = frozenset({"density", "specificity", "non_redundancy", "coherence"})
 NEEDS_EMBEDDINGS = frozenset({"non_redundancy", "coherence"})
 NEEDS_JUDGE = frozenset({"specificity", "non_redundancy"})
+NO_LLM_SUB_SCORES: tuple[str, ...] = tuple(d for d in DIMENSIONS if d not in NEEDS_JUDGE)
+"""Sub-scores computed without any judge; their adapter metrics run without an LLM."""
 """non_redundancy has a judged and a deterministic part; without a judge only the latter runs."""
 
 
