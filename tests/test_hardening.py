@@ -337,3 +337,69 @@ def test_ragas_no_llm_dimension_metric_needs_no_llm() -> None:
     )
     value = asyncio.run(metric.single_turn_ascore(sample))
     assert 0.0 <= value <= 1.0
+
+
+# --- the stub judge as a command ---------------------------------------------------------------
+
+
+def test_stub_judge_command_serves_ours_and_the_peers_schemas_until_interrupted(
+    tmp_path: Path,
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    from deepeval.metrics.summarization.schema import Verdicts
+    from ragas.metrics._summarization import ExtractedKeyphrases
+
+    from shared.openai_judge import OpenAIJudge
+    from shared.prompts import ExtractedClaims, extract_claims_prompt
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shared.cli", "stub-judge"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(Path.cwd())},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()  # blocks until the server is up
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+
+        def ask(body: dict) -> str:
+            request = urllib.request.Request(
+                f"{url}/chat/completions",
+                data=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=60) as reply:
+                return json.load(reply)["choices"][0]["message"]["content"]
+
+        deepeval_style = {
+            "model": "m",
+            "messages": [{"role": "user", "content": "Give verdicts."}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "Verdicts"}},
+        }
+        Verdicts.model_validate_json(ask(deepeval_style))
+        ragas_style = {
+            "model": "m",
+            "messages": [{"role": "user", "content": "Reply as ExtractedKeyphrases JSON."}],
+        }
+        ExtractedKeyphrases.model_validate_json(ask(ragas_style))
+        ours = OpenAIJudge("stub", base_url=url, api_key="x")
+        claims = asyncio.run(
+            ours.generate(
+                extract_claims_prompt("A cat sat on the mat."),
+                ExtractedClaims,
+            )
+        )
+        assert claims.claims
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    assert "Stub judge stopped" in stderr

@@ -406,6 +406,38 @@ def _finish(rows: list[Row], output: Path, report_path: Path | None, skipped: li
     return EXIT_OK
 
 
+@app.command("stub-judge")
+def stub_judge_command(
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: a free one).")] = 0,
+) -> None:
+    """Serve a fake OpenAI-compatible judge on 127.0.0.1 until Ctrl-C (offline trials, no key).
+
+    Point --base-url (any --model name) of `score`, OpenAIJudge, a Ragas llm_factory client or a
+    DeepEval model at the printed URL. Its answers come from word overlap: for trying the tools,
+    not for measuring summaries.
+    """
+    import threading
+
+    from .stub_judge import serve
+
+    stop = threading.Event()
+
+    def announce(url: str) -> None:
+        out.print(url, soft_wrap=True)
+        err.print(
+            f"Stub judge serving at {url} (fake answers, offline). Try: summary-eval score "
+            f"examples/summaries.jsonl --base-url {url} --model stub --no-cache. Ctrl-C stops it."
+        )
+
+    try:
+        serve(port, announce, stop)
+    except OSError as exc:
+        raise _usage_error(f"cannot serve on port {port}: {exc.strerror or exc}") from None
+    except KeyboardInterrupt:
+        stop.set()
+        err.print("Stub judge stopped.")
+
+
 @app.command("report")
 def report_command(
     results: Annotated[Path, typer.Argument(help="A results file written by `score`.")],
