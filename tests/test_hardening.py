@@ -403,3 +403,16 @@ def test_stub_judge_command_serves_ours_and_the_peers_schemas_until_interrupted(
         _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
     assert "Stub judge stopped" in stderr
+
+
+def test_version_flag() -> None:
+    from shared import __version__
+
+    code, text = run_cli("--version")
+    assert code == 0 and text == f"summary-eval {__version__}"
+
+
+def test_readme_explains_the_shared_name_clash() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Troubleshooting", 1)[1].split("\n## ", 1)[0]
+    assert "shared.__file__" in section and "run from another folder" in section

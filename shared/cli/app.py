@@ -70,6 +70,26 @@ err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from .._version import __version__
+
+        out.print(f"summary-eval {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Score LLM-written summaries against their sources; write results and an HTML report."""
+
+
 class RateColumn(ProgressColumn):
     """Rows per second since the run started (rich's own speed column counts bytes)."""
 
