@@ -169,9 +169,22 @@ def test_examples_score_with_judge_then_rerun_pays_nothing(tmp_path: Path) -> No
         assert "Resuming: 8 of 8 rows already done" in text
         assert read_results(out) == rows
 
-        # a changed setting (n) changes the signature: rows are scored again, not mixed in
+        # a changed setting (n) changes the signature: refused unless --force, then every row is
+        # scored again, never mixed in
         code, text = run_cli(
             "score", EXAMPLES, "-o", out, "--no-report", "--n", "3", *judge_args(url, cache)
+        )
+        assert code == 2 and "--force" in text and read_results(out) == rows
+        code, text = run_cli(
+            "score",
+            EXAMPLES,
+            "-o",
+            out,
+            "--no-report",
+            "--n",
+            "3",
+            "--force",
+            *judge_args(url, cache),
         )
         assert code == 0, text
         assert url.count > first
