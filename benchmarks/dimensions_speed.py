@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "summeval" / "dev.jsonl"
+DATA = ROOT / "examples" / "summeval" / "dev.jsonl"
 DETERMINISTIC = ["density", "non_redundancy", "coherence", "conciseness"]
 
 

@@ -24,7 +24,7 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "summeval" / "dev.jsonl"
+DATA = ROOT / "examples" / "summeval" / "dev.jsonl"
 
 SEED_SOURCE = (
     "A company is launching a new product, a smartphone app designed to help users track their "

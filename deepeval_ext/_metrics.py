@@ -18,9 +18,10 @@ from deepeval.metrics.utils import construct_verbose_logs, initialize_model, pre
 from deepeval.models import DeepEvalBaseLLM
 from deepeval.test_case import LLMTestCase, SingleTurnParams
 
-from shared import ScoreOptions, SummaryEvaluation, ascore_summary
+from shared import NO_LLM_SUB_SCORES, ScoreOptions, SummaryEvaluation, ascore_summary
 from shared.adapter_kit import DEFAULTS, OPTION_NAMES, SUB_SCORES, run_sync
 
+from ._cases import checkable_case
 from ._judge import CaseUsage, current_usage, judge_for
 
 
@@ -74,8 +75,13 @@ class _SummaryMetricBase(BaseMetric):
         # core's options are explicit parameters here (tests/test_option_surfaces.py checks that
         # each one is, with the core's default); ``dimensions=None`` means "not given".
         self.threshold = 1 if strict_mode else threshold
-        self.model, self.using_native_model = initialize_model(model)
-        self.evaluation_model = self.model.get_model_name()
+        if model is None and self._score_key in NO_LLM_SUB_SCORES:
+            # computed without any judge: no model, so no API key is asked for
+            self.model, self.using_native_model = None, False
+            self.evaluation_model = "none (no LLM needed)"
+        else:
+            self.model, self.using_native_model = initialize_model(model)
+            self.evaluation_model = self.model.get_model_name()
         self.include_reason = include_reason
         self.strict_mode = strict_mode
         self.async_mode = async_mode
@@ -132,7 +138,8 @@ class _SummaryMetricBase(BaseMetric):
         """Score one test case; sets ``score``, ``reason``, ``success``, ``score_breakdown``,
         ``evaluation_cost``, ``verbose_logs`` and ``error``, and returns the score."""
         self._clear_result()  # a previous case's fields must not survive a failure on this one
-        prepare_measure(self, test_case)  # DeepEval's own errors for missing input/output
+        # DeepEval's own errors for missing input/output (an empty summary is not missing)
+        prepare_measure(self, checkable_case(test_case))
         with metric_progress_indicator(
             self, async_mode=True, _show_indicator=_show_indicator, _in_component=_in_component
         ):
@@ -142,7 +149,9 @@ class _SummaryMetricBase(BaseMetric):
                 evaluation = await ascore_summary(
                     test_case.input,
                     test_case.actual_output,
-                    judge=judge_for(self.model, use_async=self.async_mode),
+                    judge=None
+                    if self.model is None
+                    else judge_for(self.model, use_async=self.async_mode),
                     **self._score_options(),
                 )
             except (TypeError, ValueError) as exc:

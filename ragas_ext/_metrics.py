@@ -23,6 +23,7 @@ from ragas.metrics.base import MetricOutputType, MetricType, MetricWithLLM, Sing
 
 from shared import (
     DIMENSION_NAMES,
+    NO_LLM_SUB_SCORES,
     OPTION_NAMES,
     SUB_SCORE_NAMES,
     ScoreOptions,
@@ -98,12 +99,15 @@ class SummarySettings(OptionFields):
 
     async def evaluate(self, llm: Any, source: Any, summary: Any) -> SummaryEvaluation:
         """The core's evaluation of one row, shared with every metric on the same LLM+options."""
-        if llm is None:
+        kwargs = self.core_kwargs()
+        if (llm is None or llm is NO_LLM) and self.sub_score in NO_LLM_SUB_SCORES:
+            # a sub-score computed without any judge: no LLM, no API key
+            return await ascore_summary(source, summary, judge=None, **kwargs)
+        if llm is None or llm is NO_LLM:
             raise ValueError(
                 "no LLM: pass llm= to ragas.evaluate() or to the metric (e.g. llm_factory(...))"
             )
         judge = judge_for(llm)
-        kwargs = self.core_kwargs()
         options = ScoreOptions.from_kwargs(kwargs)
         source_key = tuple(source) if isinstance(source, list | tuple) else source
         # ScoreOptions leaves the embedder out of its equality: key on its identity here
@@ -145,6 +149,16 @@ class SummarySettings(OptionFields):
         if not evaluation.scored:
             why = f"{why} (the row is also unscored: {evaluation.error})"
         return f"sub-score {self.sub_score!r} has no value for this row: {why}"
+
+
+class _NoLLM:
+    """Stands in for the LLM of a metric whose sub-score needs none (ragas requires one)."""
+
+    def __repr__(self) -> str:
+        return "NO_LLM"
+
+
+NO_LLM: Any = _NoLLM()
 
 
 def _required() -> dict[MetricType, set[str]]:
@@ -205,6 +219,9 @@ class SummarySubScore(SummaryQuality):
     def __post_init__(self) -> None:
         if not self.name:
             self.name = f"summary_{self.sub_score}"
+        if self.llm is None and self.sub_score in NO_LLM_SUB_SCORES:
+            # not None, so ragas.evaluate() neither builds a default OpenAI LLM nor asks for a key
+            self.llm = NO_LLM  # type: ignore[assignment]
         super().__post_init__()
 
 

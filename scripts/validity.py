@@ -1,6 +1,6 @@
 """Validity of the scores against SummEval's human ratings (summary-level Spearman / Kendall).
 
-The field's convention (../shared/data/summeval/README.md): for each article, correlate a metric
+The field's convention (examples/summeval/README.md): for each article, correlate a metric
 with a human rating over its 16 summaries, then average over articles. Articles where the metric
 (or the rating) is constant, or defined for fewer than 3 summaries, give no correlation and are
 left out; the number used is printed beside each cell.
@@ -12,7 +12,7 @@ With ``--base-url`` and ``--model`` (any OpenAI-compatible endpoint) it also sco
 parts: the F-beta ``score``, ``alignment``, ``coverage``, ``specificity`` and the judged
 ``non_redundancy``.
 
-    .venv/bin/python scripts/validity.py [--data ../shared/data/summeval/dev.jsonl] [--cv]
+    .venv/bin/python scripts/validity.py [--data examples/summeval/dev.jsonl] [--cv]
     .venv/bin/python scripts/validity.py --base-url http://host/v1 --model NAME [--limit 160]
 """
 
@@ -210,7 +210,7 @@ def cross_validate(
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/summeval/dev.jsonl")
+    parser.add_argument("--data", type=Path, default=ROOT / "examples" / "summeval" / "dev.jsonl")
     parser.add_argument("--limit", type=int, help="only the first N rows (16 per article)")
     parser.add_argument("--cv", action="store_true", help="cross-validate the coherence weights")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for the judged parts")

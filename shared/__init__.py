@@ -51,7 +51,7 @@ from .pipeline import (
 from .result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
 from .scoring import alignment_ratio, combine_scores, f_beta, weighted_coverage
 from .stability import FlipRate, SubScoreStability, flip_rate, stability
-from .subscores import DIMENSION_NAMES, SUB_SCORE_NAMES, SUB_SCORES, SubScore
+from .subscores import DIMENSION_NAMES, NO_LLM_SUB_SCORES, SUB_SCORE_NAMES, SUB_SCORES, SubScore
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -59,6 +59,7 @@ __all__ = [
     "DEFAULT_N",
     "DIMENSIONS",
     "DIMENSION_NAMES",
+    "NO_LLM_SUB_SCORES",
     "OPTION_NAMES",
     "SUB_SCORES",
     "SUB_SCORE_NAMES",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
 import sqlite3
 import threading
@@ -68,6 +69,32 @@ def judge_settings(judge: object) -> dict[str, Any]:
     return dict(settings) if isinstance(settings, dict) else {}
 
 
+def _being_cancelled() -> bool:
+    """True when the running task has been asked to cancel (a real cancellation), as opposed to
+    a CancelledError raised by code it awaited."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def check_async_judge(judge: object) -> None:
+    """Reject a judge whose ``generate`` is not a coroutine function, before any call.
+
+    A plain ``def generate`` would pass a protocol check and then fail on every call ("can't be
+    used in 'await' expression"); wrap a synchronous client in ``async def generate`` (with
+    ``asyncio.to_thread`` if it blocks) instead.
+    """
+    generate = getattr(judge, "generate", None)
+    if not callable(generate):
+        raise TypeError(f"judge must have an async generate(prompt, schema); got {judge!r}")
+    target = generate if inspect.isroutine(generate) else type(generate).__call__
+    if not (inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(generate)):
+        raise TypeError(
+            f"judge {type(judge).__name__}.generate must be async (`async def generate(prompt, "
+            "schema)`); wrap a synchronous client with `await asyncio.to_thread(...)` inside an "
+            "async generate"
+        )
+
+
 def _unwrap(judge: object) -> object:
     while isinstance(judge, _Wrapper):
         judge = judge.inner
@@ -91,7 +118,15 @@ class _Wrapper:
     async def _call_inner(self, prompt: str, schema: type[T], check: Check | None) -> T:
         if isinstance(self.inner, _Wrapper):
             return await self.inner.generate(prompt, schema, check=check)
-        return await self.inner.generate(prompt, schema)
+        try:
+            return await self.inner.generate(prompt, schema)
+        except asyncio.CancelledError:
+            if _being_cancelled():
+                raise  # the caller's cancellation: let it through
+            # the judge's own code raised it (a client bug, an inner timeout): one failed call
+            raise JudgeFailed(
+                "judge call failed: CancelledError raised by the judge itself"
+            ) from None
 
     async def generate(self, prompt: str, schema: type[T], *, check: Check | None = None) -> T:
         raise NotImplementedError
@@ -328,7 +363,11 @@ def robust_judge(
     concurrency: int = 8,
 ) -> CachedJudge:
     """Wrap ``judge`` with validation/retries, a concurrency limit and (unless ``cache=False``)
-    de-duplication plus a cache: ``True`` = in memory, a path = SQLite on disk, or a store."""
+    de-duplication plus a cache: ``True`` = in memory, a path = SQLite on disk, or a store.
+
+    Raises TypeError for a judge whose ``generate`` is not async (:func:`check_async_judge`)."""
+    if not isinstance(judge, _Wrapper):
+        check_async_judge(judge)
     wrapped = ValidatingJudge(LimitedJudge(judge, concurrency), retries)
     if cache is False:
         store: CacheStore = NullStore()  # identical in-flight requests are still shared

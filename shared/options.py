@@ -160,6 +160,19 @@ def _check_cache(name: str, value: Any) -> Any:
     )
 
 
+def _importance(name: str, value: object, i: int) -> int:
+    """A question's importance as an int 1-5 (3.0 from JSON is fine; inf, 2.5, "high" are not:
+    1e400 used to end in an OverflowError that crashed the CLI with no results)."""
+    integral = isinstance(value, int) or (
+        isinstance(value, float) and math.isfinite(value) and value.is_integer()
+    )
+    if isinstance(value, bool) or not integral:
+        raise ValueError(f"{name}[{i}] importance must be an integer 1-5, got {value!r}")
+    if not 1 <= value <= 5:  # type: ignore[operator]
+        raise ValueError(f"{name}[{i}] importance must be 1-5, got {value!r}")
+    return int(value)  # type: ignore[arg-type]
+
+
 def _check_questions(name: str, value: Any) -> tuple[UserQuestion, ...] | None:
     if value is None:
         return None
@@ -174,7 +187,7 @@ def _check_questions(name: str, value: Any) -> tuple[UserQuestion, ...] | None:
         elif isinstance(q, str):
             item = UserQuestion(q)
         elif isinstance(q, dict) and isinstance(q.get("question"), str):
-            item = UserQuestion(q["question"], int(q.get("importance", 3)))
+            item = UserQuestion(q["question"], _importance(name, q.get("importance", 3), i))
         else:
             raise TypeError(f"{name}[{i}] must be a string or {{'question', 'importance'}}")
         if not item.question.strip():

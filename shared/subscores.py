@@ -71,6 +71,10 @@ USES_JUDGE: frozenset[str] = frozenset(s.name for s in SUB_SCORES if s.needs != 
 """What a judge call contributes to (fully or in part)."""
 
 
+NO_LLM_SUB_SCORES: tuple[str, ...] = tuple(s.name for s in SUB_SCORES if s.needs == "nothing")
+"""Sub-scores computed without any judge; their adapter metrics run without an LLM."""
+
+
 def sub_score(name: str) -> SubScore:
     """The entry for ``name``; KeyError naming the known ones otherwise."""
     for item in SUB_SCORES:
@@ -83,6 +87,7 @@ __all__ = [
     "DIMENSION_NAMES",
     "HEADLINE",
     "JUDGE_ONLY",
+    "NO_LLM_SUB_SCORES",
     "SUB_SCORES",
     "SUB_SCORE_NAMES",
     "USES_JUDGE",

@@ -423,9 +423,10 @@ def stub_server(
     schemas: Sequence[type[BaseModel]] = (),
     refuse_json_schema: bool = False,
     context_window: int | None = None,
+    port: int = 0,
 ) -> Iterator[StubURL]:
-    """Serve ``/v1/chat/completions`` (and ``GET /v1/models``) on 127.0.0.1 (a free port)
-    through ``judge``.
+    """Serve ``/v1/chat/completions`` (and ``GET /v1/models``) on 127.0.0.1 (``port``; 0 = a
+    free one) through ``judge``.
 
     ``fail_first`` requests get HTTP ``fail_status`` (429 or 5xx) before any is answered, to
     exercise client retries. The schema of a request is taken from its JSON-schema
@@ -545,7 +546,7 @@ def stub_server(
                 },
             )
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="stub-server", daemon=True)
     thread.start()

@@ -15,6 +15,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,7 @@ def test_jsonl_bad_rows_keep_their_reason(tmp_path: Path) -> None:
     assert "not valid JSON" in errors["2"]
     assert "JSON list, not an object" in errors["3"]
     assert "missing field 'summary'" in errors["nosum"]
-    assert "summary is empty" in errors["empty"]
+    assert errors["empty"] is None  # an empty summary scores 0.0 (README, "Bad input")
     assert "summary must be a string, got int" in errors["number"]
     assert "duplicate id 'ok' (first used by row 1)" in errors["ok#row7"]
     assert "questions" in errors["badq"]
@@ -120,7 +121,7 @@ def test_csv_column_mapping_and_questions(tmp_path: Path) -> None:
     rows = read_rows(path, Columns("article", "text", "key", "qs"), "csv")
     assert [r.id for r in rows] == ["a", "b"]
     assert rows[0].questions == ["What?", "Why?"] and rows[0].error is None
-    assert rows[1].questions == ["Who?", "When?"] and "summary is empty" in rows[1].error
+    assert rows[1].questions == ["Who?", "When?"] and rows[1].error is None  # scores 0.0
     with pytest.raises(InputError, match=r"no 'source' column.*--source-column"):
         read_rows(path, Columns(), "csv")
 
@@ -168,9 +169,22 @@ def test_examples_score_with_judge_then_rerun_pays_nothing(tmp_path: Path) -> No
         assert "Resuming: 8 of 8 rows already done" in text
         assert read_results(out) == rows
 
-        # a changed setting (n) changes the signature: rows are scored again, not mixed in
+        # a changed setting (n) changes the signature: refused unless --force, then every row is
+        # scored again, never mixed in
         code, text = run_cli(
             "score", EXAMPLES, "-o", out, "--no-report", "--n", "3", *judge_args(url, cache)
+        )
+        assert code == 2 and "--force" in text and read_results(out) == rows
+        code, text = run_cli(
+            "score",
+            EXAMPLES,
+            "-o",
+            out,
+            "--no-report",
+            "--n",
+            "3",
+            "--force",
+            *judge_args(url, cache),
         )
         assert code == 0, text
         assert url.count > first
@@ -401,9 +415,35 @@ def test_killed_run_resumes_without_paying_twice(tmp_path: Path) -> None:
     assert all(r in final for r in kept)
 
 
+class HoldingFake(FakeJudge):
+    """Answers every request about the first summary it is asked about at once, and holds every
+    request about any other summary until ``release`` is set: the run finishes exactly one row
+    and then waits, however fast or busy the machine is."""
+
+    def __init__(self, summaries: list[str]) -> None:
+        super().__init__()
+        self.summaries = summaries
+        self.first: str | None = None
+        self.release = threading.Event()
+
+    def answer_text(self, prompt: str, schema: type[BaseModel]) -> str:
+        mentioned = [s for s in self.summaries if s in prompt]
+        with self._lock:
+            if self.first is None and mentioned:
+                self.first = mentioned[0]
+            held = any(s != self.first for s in mentioned)
+        if held:
+            self.release.wait(timeout=120)  # a safety net only; the test releases it
+        return super().answer_text(prompt, schema)
+
+
 def test_ctrl_c_keeps_finished_rows_and_exits_130(tmp_path: Path) -> None:
+    """Deterministic: with one row at a time, the first row finishes and the second is held by
+    the server until the process has been interrupted and has exited."""
     out, cache = tmp_path / "res.jsonl", tmp_path / "cache.sqlite3"
-    with stub_server(SlowFake(delay=0.4)) as url:
+    summaries = [json.loads(line)["summary"] for line in EXAMPLES.read_text().splitlines()]
+    judge = HoldingFake(summaries)
+    with stub_server(judge) as url:
         proc = _start(
             [
                 "score",
@@ -411,21 +451,24 @@ def test_ctrl_c_keeps_finished_rows_and_exits_130(tmp_path: Path) -> None:
                 "-o",
                 str(out),
                 "--concurrency",
-                "2",
+                "1",
                 "--no-report",
                 *judge_args(url, cache),
             ],
             tmp_path,
         )
-        _wait_for_rows(out, proc, at_least=1)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
+        try:
+            _wait_for_rows(out, proc, at_least=1)
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            judge.release.set()  # only now may the held requests be answered
     assert proc.returncode == 130, stderr
     kept = read_results(out)
     text = " ".join(stderr.split())
-    assert f"Interrupted. {len(kept)} finished rows are saved" in text
+    assert len(kept) == 1 and kept[0]["status"] == "ok"
+    assert "Interrupted. 1 finished rows are saved" in text
     assert "run the same command again to resume" in text
-    assert 1 <= len(kept) < 8
     lines = out.read_text().splitlines()
     assert len(lines) == len(kept)  # no torn or duplicate line
 

@@ -51,7 +51,9 @@ def test_statistics_golden() -> None:
 
 def test_worst_ranking_falls_back_to_mean_of_sub_scores() -> None:
     assert rank_value(row("a", score=0.3, density=0.9), KEYS) == 0.3
-    assert rank_value(row("b", density=0.2, coverage=0.6), KEYS) == pytest.approx(0.4)
+    assert rank_value(
+        row("b", density=0.9, coherence=0.2, non_redundancy=0.6), KEYS
+    ) == pytest.approx(0.4)
     assert rank_value(row("c"), KEYS) is None
 
 

@@ -32,10 +32,12 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import SUB_SCORES, ScoreOptions, flip_rate, stability
-from ..adapter_kit import DEFAULTS, JUDGE_ONLY, option_help
+from ..adapter_kit import DEFAULTS, option_help
 from .inputs import Columns, InputError, detect_format, read_rows
+from .paths import PathProblem, check_run_paths
 from .report import ReportInfo, write_report
 from .results import (
+    NEEDS_JUDGE,
     STATUS_BAD_INPUT,
     STATUS_OK,
     STATUS_UNSCORED,
@@ -69,6 +71,26 @@ app = typer.Typer(
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from .._version import __version__
+
+        out.print(f"summary-eval {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Score LLM-written summaries against their sources; write results and an HTML report."""
 
 
 class RateColumn(ProgressColumn):
@@ -222,6 +244,12 @@ def score(
         typer.Option("--retry-unscored", help="Score again rows an earlier run left unscored."),
     ] = False,
     worst: Annotated[int, typer.Option(min=0, help="Worst summaries shown in the report.")] = 10,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Replace finished rows of OUTPUT that were scored with other settings."
+        ),
+    ] = False,
 ) -> None:
     """Score every summary of INPUT; write the results file and the HTML report.
 
@@ -261,6 +289,17 @@ def score(
         raise _usage_error(f"bad option: {exc}") from None
 
     cache_path = None if no_cache else (cache or default_cache_path())
+    try:
+        check_run_paths(
+            input_path,
+            {
+                "results file": output,
+                "report": report_path,
+                "judge cache": None if no_judge else cache_path,
+            },
+        )
+    except PathProblem as exc:
+        raise _usage_error(str(exc)) from None
     judge, judge_text = build_judge(
         model=model,
         base_url=base_url,
@@ -285,6 +324,15 @@ def score(
         plan = plan_run(rows, previous, judge=judge, options=options, retry_unscored=retry_unscored)
     except (TypeError, ValueError) as exc:
         raise _usage_error(f"bad option: {exc}") from None
+    if plan.stale and not force:
+        raise _usage_error(
+            f"{len(plan.stale)} finished row(s) of {output} were scored with other settings "
+            f"(signature {plan_signature_of(previous, plan.stale[0])!r}, this run "
+            f"{plan.signatures[plan.stale[0]]!r}); they are not resumed. Pass --force to score "
+            "them again and replace them, or write to a new file with -o."
+        )
+    if plan.stale:
+        err.print(f"--force: scoring {len(plan.stale)} row(s) again under the new settings.")
     if plan.kept:
         err.print(
             f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {output}; "
@@ -401,10 +449,6 @@ def _print_stability(rows: list[Row], keys: list[str], threshold: float) -> None
     out.print(f"Pass/fail flips: {flip_rate(rows, threshold).line()}.")
 
 
-NEEDS_JUDGE = JUDGE_ONLY
-"""The columns only a judge fills (non_redundancy falls back to its deterministic part)."""
-
-
 def _skipped(keys: list[str]) -> list[str]:
     """The columns a run without a judge leaves empty, whatever the rows happen to contain (a
     one-sentence summary has no coherence, but coherence was not skipped)."""
@@ -428,6 +472,38 @@ def _finish(rows: list[Row], output: Path, report_path: Path | None, skipped: li
         return EXIT_ROWS_FAILED
     err.print(f"[bold green]{line}[/]")
     return EXIT_OK
+
+
+@app.command("stub-judge")
+def stub_judge_command(
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: a free one).")] = 0,
+) -> None:
+    """Serve a fake OpenAI-compatible judge on 127.0.0.1 until Ctrl-C (offline trials, no key).
+
+    Point --base-url (any --model name) of `score`, OpenAIJudge, a Ragas llm_factory client or a
+    DeepEval model at the printed URL. Its answers come from word overlap: for trying the tools,
+    not for measuring summaries.
+    """
+    import threading
+
+    from .stub_judge import serve
+
+    stop = threading.Event()
+
+    def announce(url: str) -> None:
+        out.print(url, soft_wrap=True)
+        err.print(
+            f"Stub judge serving at {url} (fake answers, offline). Try: summary-eval score "
+            f"examples/summaries.jsonl --base-url {url} --model stub --no-cache. Ctrl-C stops it."
+        )
+
+    try:
+        serve(port, announce, stop)
+    except OSError as exc:
+        raise _usage_error(f"cannot serve on port {port}: {exc.strerror or exc}") from None
+    except KeyboardInterrupt:
+        stop.set()
+        err.print("Stub judge stopped.")
 
 
 @app.command("report")
@@ -455,6 +531,11 @@ def report_command(
     info = ReportInfo(results_path=str(results), judge=", ".join(judges) or "unknown")
     write_report(path, rows, keys, info, worst=worst)
     err.print(f"Report: {path}")
+
+
+def plan_signature_of(previous: list[Row], row_id: str) -> str:
+    """The signature an earlier run gave row ``row_id`` (for the refusal message)."""
+    return next((str(r.get("signature")) for r in previous if str(r.get("id")) == row_id), "")
 
 
 def _numeric_columns(rows: list[Row]) -> list[str]:

@@ -40,6 +40,18 @@ def _undecodable(value: Any) -> bool:
     return False
 
 
+def _lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in a parsed JSON value (``"\\ud800"`` is valid JSON but not
+    valid Unicode: it cannot be written back as UTF-8), or None."""
+    if isinstance(value, str):
+        return next((ch for ch in value if "\ud800" <= ch <= "\udfff"), None)
+    if isinstance(value, dict):
+        value = [*value.keys(), *value.values()]
+    if isinstance(value, list):
+        return next((ch for part in value if (ch := _lone_surrogate(part))), None)
+    return None
+
+
 class InputError(Exception):
     """The input as a whole cannot be read (missing file, unknown format, no such column)."""
 
@@ -97,13 +109,25 @@ def read_rows(path: Path, columns: Columns, fmt: InputFormat) -> list[InputRow]:
     rows = [_make_row(position, record, columns, fmt) for position, record in records]
     if not rows:
         raise InputError(f"{path} has no rows to score")
+    _rename_repeats(rows)
+    return rows
+
+
+def _rename_repeats(rows: list[InputRow]) -> None:
+    """Mark each true repeat of an id as bad and give it a new id that no row uses, so its
+    error row never collides with a real id (``a``, ``a``, ``a#row2`` keep the third row)."""
+    taken = {row.id for row in rows}
     first_seen: dict[str, int] = {}
     for row in rows:
-        if row.id in first_seen:
-            row.error = f"duplicate id {row.id!r} (first used by row {first_seen[row.id]})"
-            row.id = f"{row.id}#row{row.position}"
-        first_seen.setdefault(row.id, row.position)
-    return rows
+        if row.id not in first_seen:
+            first_seen[row.id] = row.position
+            continue
+        row.error = f"duplicate id {row.id!r} (first used by row {first_seen[row.id]})"
+        new_id = f"{row.id}#row{row.position}"
+        while new_id in taken:
+            new_id += "'"
+        taken.add(new_id)
+        row.id = new_id
 
 
 def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
@@ -156,6 +180,15 @@ def _make_row(
 ) -> InputRow:
     if isinstance(record, str):
         return InputRow(position=position, id=str(position), error=record)
+    surrogate = _lone_surrogate(record)
+    if surrogate:  # keep none of its text: it could not even be written to the results
+        row_id, _ = _read_id(record.get(columns.id), position)
+        return InputRow(
+            position=position,
+            id=str(position) if _lone_surrogate(row_id) else row_id,
+            error=f"row {position} holds a lone surrogate ({ascii(surrogate)[1:-1]}), which is "
+            "not valid Unicode text",
+        )
     row_id, id_error = _read_id(record.get(columns.id), position)
     row = InputRow(
         position=position,
@@ -166,7 +199,7 @@ def _make_row(
     )
     problems = [id_error] if id_error else []
     problems += _check_text(record, columns.source, "source", allow_list=True)
-    problems += _check_text(record, columns.summary, "summary", allow_list=False)
+    problems += _check_text(record, columns.summary, "summary", allow_list=False, allow_empty=True)
     raw_questions = record.get(columns.questions)
     if raw_questions not in (None, ""):
         try:
@@ -186,7 +219,11 @@ def _read_id(value: Any, position: int) -> tuple[str, str | None]:
     return str(value).strip() or str(position), None
 
 
-def _check_text(record: dict[str, Any], column: str, what: str, *, allow_list: bool) -> list[str]:
+def _check_text(
+    record: dict[str, Any], column: str, what: str, *, allow_list: bool, allow_empty: bool = False
+) -> list[str]:
+    """Why the field cannot be scored, if it cannot. An empty summary can: it scores 0.0 (the
+    one rule for empty summaries, README "Empty summaries"); an empty source cannot."""
     if column not in record:
         hint = f" (map another column with --{what}-column)" if column == what else ""
         return [f"missing field {column!r}{hint}"]
@@ -200,7 +237,7 @@ def _check_text(record: dict[str, Any], column: str, what: str, *, allow_list: b
     if not isinstance(value, str):
         kind = "null" if value is None else type(value).__name__
         return [f"{what} must be a string, got {kind}"]
-    if not value.strip():
+    if not value.strip() and not allow_empty:
         return [f"{what} is empty or whitespace only"]
     return []
 

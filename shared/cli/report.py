@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..adapter_kit import HEADLINE
+from .ranking import rank_basis, rank_value
 from .results import STATUS_BAD_INPUT, STATUS_OK, STATUS_UNSCORED, Row
 
 TEMPLATE_NAME = "report.html.j2"
@@ -65,16 +66,6 @@ def statistics_table(rows: Sequence[Row], keys: Sequence[str]) -> list[dict[str,
             )
         table.append(entry)
     return table
-
-
-def rank_value(row: Row, keys: Sequence[str]) -> float | None:
-    """What "worst" sorts by: the headline score, else the mean of the sub-scores present
-    (without a judge there is no headline score)."""
-    score = row.get(HEADLINE)
-    if isinstance(score, int | float):
-        return float(score)
-    values = [float(row[k]) for k in keys if _is_number(row.get(k))]
-    return statistics.fmean(values) if values else None
 
 
 def _is_number(value: Any) -> bool:
@@ -232,6 +223,7 @@ def render_report(
         counts=counts,
         keys=list(keys),
         signatures=signatures,
+        rank_basis=rank_basis(any(_is_number(r.get(HEADLINE)) for r in ok)),
         empty_keys=[k for k in keys if k not in present],
     )
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from .. import SUB_SCORE_NAMES, SummaryEvaluation
-from ..adapter_kit import NO_JUDGE
+from ..adapter_kit import JUDGE_ONLY, NO_JUDGE
 from .inputs import allow_large_csv_fields
 
 ResultFormat = Literal["jsonl", "csv"]
@@ -88,22 +88,36 @@ def evaluation_row(
     if not ev.sample_scores:
         exclude.add("sample_scores")
     evidence = ev.model_dump(mode="json", exclude=exclude)
-    error = ev.error
+    error, reason = ev.error, ev.reason
     if without_judge and error == NO_JUDGE:
-        error = None
+        error, reason = None, offline_reason(ev.reason)
     return {
         "id": row_id,
         "position": position,
         "status": STATUS_OK if error is None else STATUS_UNSCORED,
         **{k: _number(v) for k, v in subs.items()},
         **{k: _number(v) for k, v in ev.spread_columns().items()},
-        "reason": ev.reason,
+        "reason": reason,
         "error": error,
         "signature": ev.signature,
         "input_hash": input_hash,
         "summary": summary,
         "evidence": evidence,
     }
+
+
+NEEDS_JUDGE: tuple[str, ...] = JUDGE_ONLY
+"""The columns only a judge fills (non_redundancy falls back to its deterministic part); from
+:data:`shared.subscores.SUB_SCORES`."""
+
+
+def offline_reason(core_reason: str) -> str:
+    """The reason of a row scored on purpose without a judge: what was scored and what was
+    skipped (the core's "Unscored: no judge" would contradict the row's ``ok``)."""
+    dimensions = core_reason.removeprefix(f"Unscored: {NO_JUDGE}").strip()
+    return f"Scored without a judge (skipped, they need one: {', '.join(NEEDS_JUDGE)})." + (
+        f" {dimensions}" if dimensions else ""
+    )
 
 
 def error_row(
@@ -137,6 +151,26 @@ def _number(value: Any) -> float | None:
         return None
     number = float(value)
     return None if math.isnan(number) else number
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def spreadsheet_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: one starting with ``= + - @`` (or tab, CR) would
+    run as a formula (``=HYPERLINK(...)`` in a summary), so it gets a leading apostrophe, which
+    spreadsheets hide. A cell that starts with an apostrophe gets one too, so that
+    :func:`spreadsheet_text` undoes it exactly."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def spreadsheet_text(value: Any) -> Any:
+    """The original text of a cell written by :func:`spreadsheet_cell`."""
+    if isinstance(value, str) and value.startswith("'"):
+        return value[1:]
+    return value
 
 
 def detect_result_format(path: Path) -> ResultFormat:
@@ -186,7 +220,8 @@ def _from_csv(record: dict[str, Any]) -> Row | None:
     (the csv module accepts an unterminated quoted field at the end of the file)."""
     row: Row = {}
     fixed = {"id", "status", "reason", "error", "signature", "input_hash", "summary"}
-    for key, value in record.items():
+    for key, raw in record.items():
+        value = spreadsheet_text(raw)
         if key in fixed:
             row[key] = value if value != "" or key in ("id", "reason") else None
         elif key == "position":
@@ -271,7 +306,7 @@ class ResultsWriter:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
             return
         flat = {
-            key: (
+            key: spreadsheet_cell(
                 json.dumps(value, ensure_ascii=False)
                 if isinstance(value, dict | list)
                 else ("" if value is None else value)

@@ -33,6 +33,8 @@ class Plan:
     kept: dict[str, Row] = field(default_factory=dict)
     todo: list[InputRow] = field(default_factory=list)
     signatures: dict[str, str] = field(default_factory=dict)
+    stale: list[str] = field(default_factory=list)
+    """Ids of finished rows, with unchanged texts, scored under other settings (signature)."""
 
 
 def row_options(options: Mapping[str, Any], row: InputRow) -> dict[str, Any]:
@@ -43,6 +45,13 @@ def row_options(options: Mapping[str, Any], row: InputRow) -> dict[str, Any]:
 def expected_signature(judge: object, options: Mapping[str, Any]) -> str:
     """The signature the core will give a result under ``options`` (what resume compares)."""
     return signature(judge, ScoreOptions.from_kwargs(dict(options)))
+
+
+def accepted_signatures(judge: object, options: Mapping[str, Any]) -> tuple[str, str]:
+    """The signatures a finished row may carry to be resumed: the plain one, and the one of a
+    row whose long source was chunked."""
+    opts = ScoreOptions.from_kwargs(dict(options))
+    return signature(judge, opts), signature(judge, opts, long=True)
 
 
 def plan_run(
@@ -62,11 +71,13 @@ def plan_run(
     plan = Plan(rows=rows)
     by_id = {str(row.get("id")): row for row in previous}
     run_sig = expected_signature(judge, options)
+    run_accepted = accepted_signatures(judge, options)
     for row in rows:
-        sig = run_sig
+        sig, accepted = run_sig, run_accepted
         if row.error is None and row.questions:
             try:
                 sig = expected_signature(judge, row_options(options, row))
+                accepted = accepted_signatures(judge, row_options(options, row))
             except (TypeError, ValueError) as exc:
                 row.error = f"questions: {exc}"
         plan.signatures[row.id] = sig
@@ -80,11 +91,12 @@ def plan_run(
             and row.error is None
             and old is not None
             and old.get("input_hash") == row.input_hash
-            and old.get("signature") == sig
         ):
-            plan.kept[row.id] = old
-        else:
-            plan.todo.append(row)
+            if old.get("signature") in accepted:
+                plan.kept[row.id] = old
+                continue
+            plan.stale.append(row.id)
+        plan.todo.append(row)
     return plan
 
 

@@ -1,0 +1,54 @@
+"""``summary-eval stub-judge``: the fake judge served over HTTP, for trying things offline.
+
+It serves :func:`shared.testing.stub_server` on 127.0.0.1 until interrupted, so the CLI
+(``--base-url``), ``OpenAIJudge``, a Ragas ``llm_factory`` client or a DeepEval model can run
+without an API key. Besides this project's prompts it answers the output schemas of the peers'
+own metrics (DeepEval's ``SummarizationMetric``, Ragas's ``SummarizationScore``), with minimal
+valid answers, so a side-by-side run completes offline; those numbers carry no meaning.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+PEER_SCHEMAS = {
+    "deepeval.metrics.summarization.schema": (
+        "Verdicts",
+        "Questions",
+        "Answers",
+        "SummarizationScoreReason",
+    ),
+    "deepeval.metrics.faithfulness.schema": ("Truths", "Claims"),
+    "ragas.metrics._summarization": (
+        "ExtractedKeyphrases",
+        "QuestionsGenerated",
+        "AnswersGenerated",
+    ),
+}
+"""Where the peers' summarization metrics declare the schemas they ask the LLM for (read from
+deepeval 4.3 and ragas 0.4: ``schema=`` in their metric code)."""
+
+
+def peer_schemas() -> list[type[BaseModel]]:
+    """The peers' schemas of whichever framework is installed (none is required)."""
+    found: list[type[BaseModel]] = []
+    for module_name, names in PEER_SCHEMAS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        found += [getattr(module, name) for name in names if hasattr(module, name)]
+    return found
+
+
+def serve(port: int, announce: Callable[[str], None], stop: threading.Event) -> None:
+    """Serve until ``stop`` is set (the command sets it on Ctrl-C); ``announce`` gets the URL."""
+    from ..testing import stub_server
+
+    with stub_server(schemas=peer_schemas(), port=port) as url:
+        announce(url)
+        stop.wait()
