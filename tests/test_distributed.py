@@ -1,0 +1,176 @@
+"""Ray Data engine (:mod:`shared.distributed`) on a local Ray instance with the stub judge server.
+
+Marked ``ray``; skipped when the ``ray`` extra is not installed. Ray runs with two CPUs, no
+dashboard, every address on 127.0.0.1. Nothing waits on time: the actor-kill test kills the
+actor from inside its own judge call once it has made a set number of calls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+
+from shared import OpenAIJudge, score_summaries  # noqa: E402
+from shared.cli.results import evaluation_row, score_keys  # noqa: E402
+from shared.distributed import OpenAIJudgeConfig, score_dataset  # noqa: E402
+from shared.testing import stub_server  # noqa: E402
+
+pytestmark = pytest.mark.ray
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "summaries.jsonl"
+ROWS = [json.loads(line) for line in EXAMPLES.read_text().splitlines()]
+SOURCES = {row["source"] for row in ROWS}
+RESULT_COLUMNS = ["status", *score_keys(), "reason", "error", "signature", "input_hash"]
+FAST = {"dimensions": ("density", "conciseness")}  # no spaCy parse beyond these, no MiniLM
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    ctx.verbose_stats_logs = False
+    yield ray
+    ray.shutdown()
+
+
+def _run(ds: Any, url: str, **kwargs: Any) -> dict[str, dict[str, Any]]:
+    kwargs.setdefault("actor_cpus", 0.5)
+    kwargs.setdefault("actors", 2)
+    kwargs.setdefault("concurrency", 8)
+    out = score_dataset(
+        ds, judge=OpenAIJudgeConfig("fake-judge", base_url=url), id_column="id", **kwargs
+    )
+    rows = out.take_all()
+    by_id = {row["id"]: row for row in rows}
+    assert len(by_id) == len(rows), "a row came out twice"
+    return by_id
+
+
+def test_results_equal_score_summaries_row_by_row(local_ray) -> None:
+    with stub_server() as url:
+        got = _run(ray.data.from_items(ROWS), url, groups=2)
+        ray_calls = url.judge.calls["GeneratedQuestions"]
+    assert ray_calls == len(SOURCES), "question generation must be one call per source"
+    with stub_server() as url:
+        local = score_summaries(
+            [(r["source"], r["summary"]) for r in ROWS],
+            judge=OpenAIJudge("fake-judge", base_url=url),
+        )
+    assert set(got) == {r["id"] for r in ROWS}
+    for row, ev in zip(ROWS, local, strict=True):
+        want = evaluation_row(
+            row_id=row["id"], position=0, input_hash="", summary=row["summary"], ev=ev
+        )
+        mine = got[row["id"]]
+        assert mine["status"] == "ok", mine["error"]
+        for column in RESULT_COLUMNS:
+            if column == "input_hash":
+                continue
+            assert mine[column] == want[column], (row["id"], column)
+        assert json.loads(mine["evidence"]) == want["evidence"], row["id"]
+        assert mine["source"] == row["source"] and mine["summary"] == row["summary"]
+
+
+def test_question_generation_once_per_source_with_many_groups(local_ray) -> None:
+    many = [{**r, "id": f"{r['id']}-{k}"} for k in range(3) for r in ROWS]
+    with stub_server() as url:
+        got = _run(ray.data.from_items(many).repartition(4), url, groups=5, **FAST)
+        calls = url.judge.calls["GeneratedQuestions"]
+    assert len(got) == len(many)
+    assert all(row["status"] == "ok" for row in got.values())
+    assert calls == len(SOURCES)
+
+
+def test_bad_row_becomes_error_row_and_the_job_goes_on(local_ray) -> None:
+    rows = [
+        *ROWS,
+        {"id": "empty", "source": ROWS[0]["source"], "summary": "   "},
+        {"id": "nosource", "source": None, "summary": "A summary."},
+    ]
+    with stub_server() as url:
+        got = _run(ray.data.from_items(rows), url, groups=2, **FAST)
+    assert got["empty"]["status"] == "bad_input"
+    assert "summary is empty" in got["empty"]["error"]
+    assert got["nosource"]["status"] == "bad_input"
+    assert "source must be a string" in got["nosource"]["error"]
+    assert got["empty"]["score"] is None
+    assert all(got[r["id"]]["status"] == "ok" for r in ROWS)
+
+
+class KillOnce:
+    """A judge factory whose judge SIGKILLs its own actor process at its ``after``-th call,
+    once per job (the marker file, created exclusively, says it happened and which pid died)."""
+
+    def __init__(self, url: str, marker: str, after: int) -> None:
+        self.url, self.marker, self.after = str.__str__(url), marker, after  # no stub state
+
+    def __call__(self) -> Any:
+        inner = OpenAIJudge("fake-judge", base_url=self.url)
+        marker, after = self.marker, self.after
+
+        class Killer:
+            model_id = inner.model_id
+            calls = 0
+
+            async def generate(self, prompt: str, schema: Any) -> Any:
+                Killer.calls += 1
+                if Killer.calls == after:
+                    try:
+                        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                    except FileExistsError:
+                        pass
+                    else:
+                        os.write(fd, str(os.getpid()).encode())
+                        os.close(fd)
+                        os.kill(os.getpid(), signal.SIGKILL)
+                return await inner.generate(prompt, schema)
+
+        return Killer()
+
+
+def test_actor_killed_mid_job_still_yields_every_row_once(local_ray, tmp_path: Path) -> None:
+    import ray.cloudpickle
+
+    ray.cloudpickle.register_pickle_by_value(__import__(__name__))
+    marker = tmp_path / "killed"
+    many = [{**r, "id": f"{r['id']}-{k}"} for k in range(2) for r in ROWS]
+    with stub_server() as url:
+        out = score_dataset(
+            ray.data.from_items(many),
+            judge=KillOnce(url, str(marker), after=4),
+            id_column="id",
+            actors=1,
+            concurrency=4,
+            groups=2,
+            actor_cpus=0.5,
+            **FAST,
+        )
+        rows = out.take_all()
+        questions = url.judge.calls["GeneratedQuestions"]
+    assert marker.exists(), "the actor was never killed"
+    pid = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    ids = [row["id"] for row in rows]
+    assert sorted(ids) == sorted(r["id"] for r in many), "every row exactly once"
+    assert all(row["status"] == "ok" for row in rows)
+    assert questions > len(SOURCES)  # the killed group was scored again on the new actor
+
+
+def test_a_judge_instance_is_refused(local_ray) -> None:
+    with pytest.raises(TypeError, match="picklable factory"):
+        score_dataset(ray.data.from_items(ROWS), judge=OpenAIJudge("m", base_url="http://x/v1"))
