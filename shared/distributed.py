@@ -169,7 +169,7 @@ class GroupScorer:
                 id=str(record["id"]),
                 source=record["source"],
                 summary=record["summary"],
-                questions=record.get("questions"),
+                questions=json.loads(record["questions"]) if record.get("questions") else None,
                 error=record.get("error"),
             )
         columns = self.settings.columns

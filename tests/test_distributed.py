@@ -174,3 +174,43 @@ def test_actor_killed_mid_job_still_yields_every_row_once(local_ray, tmp_path: P
 def test_a_judge_instance_is_refused(local_ray) -> None:
     with pytest.raises(TypeError, match="picklable factory"):
         score_dataset(ray.data.from_items(ROWS), judge=OpenAIJudge("m", base_url="http://x/v1"))
+
+
+def test_cli_ray_engine_parquet_bad_rows_exit_1_and_resume(local_ray, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from shared.cli.app import app
+
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS[:5]))
+    bad = [*ROWS[5:], {"id": "no-summary", "source": ROWS[0]["source"]}]
+    (inputs / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in bad) + "{not json\n")
+    out = tmp_path / "res.parquet"
+    cache = tmp_path / "cache.sqlite3"
+
+    def run() -> tuple[int, str]:
+        args = ["score", str(inputs), "-o", str(out), "--no-report", "--engine", "ray"]
+        args += ["--base-url", url, "--model", "fake-judge", "--cache", str(cache)]
+        args += ["--dimensions", "density,conciseness", "--concurrency", "4"]
+        result = CliRunner().invoke(app, args, catch_exceptions=False)
+        return result.exit_code, " ".join(result.output.split())
+
+    with stub_server() as url:
+        code, text = run()
+        assert code == 1, text
+        first_calls = url.count
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(out).to_pylist()
+        assert [r["id"] for r in rows] == [r["id"] for r in ROWS] + ["no-summary", "10"]
+        by_id = {r["id"]: r for r in rows}
+        assert by_id["no-summary"]["status"] == "bad_input"
+        assert "missing field 'summary'" in by_id["no-summary"]["error"]
+        assert by_id["10"]["status"] == "bad_input" and "not valid JSON" in by_id["10"]["error"]
+        assert all(by_id[r["id"]]["status"] == "ok" for r in ROWS)
+        code, text = run()
+        assert code == 1, text
+        assert "Resuming: 8 of 10 rows already done" in text
+        assert url.count == first_calls  # nothing scored twice
+    assert pq.read_table(out).to_pylist() == rows
