@@ -48,7 +48,8 @@ def make_rows(rows: int, sources: int) -> list[dict[str, Any]]:
             for k in range(8)
         ]
         picked = facts[(i // sources) % 4 : (i // sources) % 4 + 2 + i % 3]
-        out.append({"id": str(i), "source": " ".join(facts), "summary": " ".join(picked)})
+        own = f"Observer {i} filed this report."  # every summary distinct: no shared calls
+        out.append({"id": str(i), "source": " ".join(facts), "summary": " ".join([*picked, own])})
     return out
 
 
