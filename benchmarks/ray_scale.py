@@ -37,6 +37,37 @@ class SlowStub(FakeJudge):
         return super().answer_text(prompt, schema)
 
 
+class StubProcess:
+    """The stub server in its own process, so the local run does not share its GIL with the
+    server (in-process, the server's threads slowed the local engine down by about half)."""
+
+    def __init__(self, delay: float) -> None:
+        import multiprocessing as mp
+
+        self._conn, child = mp.Pipe()
+        self._proc = mp.get_context("spawn").Process(
+            target=_serve, args=(child, delay), daemon=True
+        )
+        self._proc.start()
+        self.url = self._conn.recv()
+
+    def counts(self) -> tuple[int, int]:
+        """(requests so far, question-generation requests so far)."""
+        self._conn.send("counts")
+        return self._conn.recv()
+
+    def close(self) -> None:
+        self._conn.send("stop")
+        self._proc.join(timeout=10)
+
+
+def _serve(conn: Any, delay: float) -> None:
+    with stub_server(SlowStub(delay)) as url:
+        conn.send(str(url))
+        while conn.recv() == "counts":
+            conn.send((url.count, url.judge.calls["GeneratedQuestions"]))
+
+
 def make_rows(rows: int, sources: int) -> list[dict[str, Any]]:
     """Synthetic news-like sources of eight sentences, summaries of two to four of them."""
     out = []
@@ -107,13 +138,16 @@ def main() -> None:
     report: dict[str, Any] = {"rows": args.rows, "sources": args.sources, "delay": args.delay}
     report["budget"] = args.budget
     report["cpus"] = os.cpu_count()
+    report["load_avg_at_start"] = round(os.getloadavg()[0], 1)  # other work on the machine
 
-    with stub_server(SlowStub(args.delay)) as url:
+    stub = StubProcess(args.delay)
+    url = stub.url
+    try:
         wall = run_local(rows, url, args.budget, options)
-        calls = url.count
+        calls, questions = stub.counts()
         report["local"] = {"wall_s": round(wall, 1), "rows_per_s": round(args.rows / wall, 2)}
         report["calls_per_row"] = round(calls / args.rows, 3)
-        report["question_calls"] = url.judge.calls["GeneratedQuestions"]
+        report["question_calls"] = questions
 
         import ray
 
@@ -127,17 +161,20 @@ def main() -> None:
         wall = run_ray(small, url, args.budget, 1, options)
         report["ray_1_small"] = {"rows": len(small), "wall_s": round(wall, 1)}
         for actors in (1, 2):
-            before = url.count
-            q_before = url.judge.calls["GeneratedQuestions"]
+            before, q_before = stub.counts()
             wall = run_ray(rows, url, args.budget, actors, options)
+            after, q_after = stub.counts()
             report[f"ray_{actors}"] = {
                 "wall_s": round(wall, 1),
                 "rows_per_s": round(args.rows / wall, 2),
-                "calls": url.count - before,
-                "question_calls": url.judge.calls["GeneratedQuestions"] - q_before,
+                "calls": after - before,
+                "question_calls": q_after - q_before,
             }
         ray.shutdown()
+    finally:
+        stub.close()
 
+    report["load_avg_at_end"] = round(os.getloadavg()[0], 1)
     local, one = report["local"]["wall_s"], report["ray_1"]["wall_s"]
     report["ray_overhead_ms_per_row"] = round(1000 * (one - local) / args.rows, 1)
     # marginal cost: what each further row costs once the job is running (fixed cost removed)

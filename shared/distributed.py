@@ -297,6 +297,7 @@ def prepare(
 ) -> ray.data.Dataset:
     """The lazy scoring plan shared by :func:`score_dataset` and the CLI's Ray engine."""
     import pyarrow as pa
+    from ray.data import ActorPoolStrategy
 
     factory = _judge_factory(judge)
     if not isinstance(actors, int) or actors < 1:
@@ -333,7 +334,7 @@ def prepare(
         GroupScorer,
         batch_format="pyarrow",
         fn_constructor_args=(settings,),
-        concurrency=actors,
+        compute=ActorPoolStrategy(size=actors),
         num_cpus=actor_cpus,
     )
 
