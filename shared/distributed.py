@@ -367,8 +367,9 @@ def score_dataset(
     arguments are :func:`shared.score_summaries` options (n, beta, combine, dimensions…).
 
     A bad row (missing, empty or non-string text) becomes a ``bad_input`` row with the reason in
-    ``error``; the job goes on. Output order is not input order: key rows by ``id_column`` or
-    your own columns.
+    ``error``; the job goes on. A result column replaces an input column of the same name,
+    except the source, summary and id columns, which are refused (ValueError). Output order is
+    not input order: key rows by ``id_column`` or your own columns.
     """
     columns = Columns(
         source=source_column,
