@@ -38,10 +38,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .cli.inputs import Columns, InputRow, _make_row
-from .cli.results import STATUS_BAD_INPUT, STATUS_UNSCORED, error_row, evaluation_row, score_keys
-from .pipeline import DEFAULT_CONCURRENCY, ScoreOptions, ascore_summaries, ascore_summary
-from .pipeline import signature as _signature
+from .cli.inputs import Columns, InputRow, row_from_record
+from .cli.results import (
+    STATUS_BAD_INPUT,
+    STATUS_UNSCORED,
+    error_row,
+    evaluation_row,
+    score_keys,
+    spread_keys,
+)
+from .options import DEFAULTS, ScoreOptions
+from .pipeline import ascore_summaries, ascore_summary, signature
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -106,8 +113,16 @@ class JobSettings:
     ``summary``, ``questions`` and ``error`` as in :class:`~shared.cli.inputs.InputRow`."""
 
 
-def result_columns(id_given: bool) -> list[str]:
-    return [*(["id"] if id_given else []), *RESULT_PREFIX, *score_keys(), *RESULT_SUFFIX]
+def result_columns(id_given: bool, spread: bool = False) -> list[str]:
+    """The columns :func:`score_dataset` adds; ``spread``: samples > 1 adds ``<sub-score>_sd``."""
+    spread_cols = spread_keys() if spread else []
+    return [
+        *(["id"] if id_given else []),
+        *RESULT_PREFIX,
+        *score_keys(),
+        *spread_cols,
+        *RESULT_SUFFIX,
+    ]
 
 
 def _judge_factory(judge: Any) -> Callable[[], Any] | None:
@@ -153,7 +168,7 @@ class GroupScorer:
                 concurrency=settings.per_actor_concurrency,
             )
         options = dict(settings.options)
-        self.signature = _signature(self.judge, ScoreOptions.from_kwargs(options))
+        self.signature = signature(self.judge, ScoreOptions.from_kwargs(options))
         self.keys = score_keys()
 
     def __call__(self, table: pa.Table) -> pa.Table:
@@ -175,7 +190,7 @@ class GroupScorer:
         columns = self.settings.columns
         if not self.settings.id_given:
             record = {k: v for k, v in record.items() if k != columns.id}
-        return _make_row(index, record, columns, "jsonl")
+        return row_from_record(index, record, columns)
 
     async def _score(self, rows: list[InputRow]) -> list[dict[str, Any]]:
         """Rows without their own questions go through ``ascore_summaries`` together (the very
@@ -265,7 +280,8 @@ def _result_table(
     if settings.id_given:
         cols["id"] = pa.array([row["id"] for row in rows], pa.string())
     cols["status"] = pa.array([row["status"] for row in rows], pa.string())
-    for key in keys:
+    spread = settings.options.get("samples", DEFAULTS.samples) > 1
+    for key in [*keys, *(spread_keys() if spread else [])]:
         cols[key] = pa.array([row.get(key) for row in rows], pa.float64())
     for key in ("reason", "error", "signature", "input_hash"):
         cols[key] = pa.array([row.get(key) for row in rows], pa.string())
@@ -347,9 +363,9 @@ def score_dataset(
     summary_column: str = "summary",
     id_column: str | None = None,
     actors: int = DEFAULT_ACTORS,
-    concurrency: int = DEFAULT_CONCURRENCY,
+    concurrency: int = DEFAULTS.concurrency,
     cache: bool | str | os.PathLike[str] = True,
-    retries: int = 2,
+    retries: int = DEFAULTS.retries,
     groups: int | None = None,
     rows_per_group: int = DEFAULT_ROWS_PER_GROUP,
     actor_cpus: float = 1.0,
@@ -364,7 +380,9 @@ def score_dataset(
     evenly across actors. ``groups``: buckets of sources (default: one per ``rows_per_group``
     rows, at least one per actor; computing it counts the rows). ``actor_cpus``: CPUs reserved
     per actor (the work is mostly waiting on the judge, plus spaCy/MiniLM). Other keyword
-    arguments are :func:`shared.score_summaries` options (n, beta, combine, dimensions…).
+    arguments are :func:`shared.score_summaries` options (n, beta, combine, dimensions,
+    samples…; names and defaults from :mod:`shared.options`); with ``samples`` > 1 the result
+    also has a ``<sub-score>_sd`` column per sub-score, as the CLI's results file.
 
     A bad row (missing, empty or non-string text) becomes a ``bad_input`` row with the reason in
     ``error``; the job goes on. A result column replaces an input column of the same name,
@@ -377,7 +395,8 @@ def score_dataset(
         id=id_column or "__summary_eval_no_id",
         questions=questions_column or "__summary_eval_no_questions",
     )
-    taken = set(result_columns(id_column is not None)) - {"id"}
+    spread = ScoreOptions.from_kwargs(dict(options)).samples > 1  # checks the options first
+    taken = set(result_columns(id_column is not None, spread)) - {"id"}
     clash = taken & {source_column, summary_column, id_column}
     if clash:
         raise ValueError(f"input column(s) {sorted(clash)} would be overwritten by results")

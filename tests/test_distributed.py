@@ -214,3 +214,38 @@ def test_cli_ray_engine_parquet_bad_rows_exit_1_and_resume(local_ray, tmp_path: 
         assert "Resuming: 8 of 10 rows already done" in text
         assert url.count == first_calls  # nothing scored twice
     assert pq.read_table(out).to_pylist() == rows
+
+
+def test_cli_ray_engine_passes_every_core_option_like_local(local_ray, tmp_path: Path) -> None:
+    """Non-default core flags (samples, n, beta, combine, dimension settings, timeout) give the
+    same results file on both engines: every option reaches the Ray actors as it reaches the
+    local scorer, and samples > 1 writes the spread columns there too."""
+    from typer.testing import CliRunner
+
+    from shared.cli.app import app
+    from shared.cli.results import read_results, spread_keys
+
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text("".join(json.dumps(r) + "\n" for r in ROWS[:4]))
+    flags = ["--samples", "2", "--n", "4", "--beta", "2", "--combine", "min"]
+    flags += ["--dimensions", "density,conciseness", "--density-target", "0.2"]
+    flags += ["--density-tolerance", "0.1", "--timeout", "30", "--no-cache", "--no-report"]
+
+    def run(url: str, engine: str) -> list[dict[str, Any]]:
+        out = tmp_path / f"{engine}.jsonl"
+        args = ["score", str(inputs), "-o", str(out), "--engine", engine, *flags]
+        args += ["--base-url", url, "--model", "fake-judge", "--concurrency", "4"]
+        result = CliRunner().invoke(app, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return read_results(out)
+
+    with stub_server() as url:
+        local = run(url, "local")
+    with stub_server() as url:
+        on_ray = run(url, "ray")
+    assert [r["id"] for r in on_ray] == [r["id"] for r in local]
+    for mine, want in zip(on_ray, local, strict=True):
+        assert "|samples:2" in want["signature"]
+        assert any(want[k] is not None for k in spread_keys())
+        for column in want:
+            assert mine.get(column) == want[column], (want["id"], column)

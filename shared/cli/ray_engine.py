@@ -21,7 +21,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .inputs import Columns, InputError, InputRow, _make_row, detect_format, read_rows
+from ..options import DEFAULTS, OPTION_NAMES, ScoreOptions
+from .inputs import Columns, InputError, InputRow, detect_format, read_rows, row_from_record
 from .results import ResultsWriter, Row, columns, read_results, score_keys
 from .runner import plan_run
 
@@ -79,9 +80,7 @@ def _parquet_rows(file: Path, cols: Columns) -> list[InputRow]:
                 f"{file.name} has no {needed!r} column (columns: {', '.join(table.column_names)})"
                 f"; map yours with --{option}-column NAME"
             )
-    return [
-        _make_row(n, record, cols, "jsonl") for n, record in enumerate(table.to_pylist(), start=1)
-    ]
+    return [row_from_record(n, record, cols) for n, record in enumerate(table.to_pylist(), start=1)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -97,19 +96,19 @@ def parts_dir(output: Path) -> Path:
     return output.with_name(f".{output.name}.parts")
 
 
-def _to_table(rows: Iterable[Row], keys: list[str]) -> Any:
+def _to_table(rows: Iterable[Row], keys: list[str], spread: bool = False) -> Any:
     import pyarrow as pa
 
     rows = list(rows)
-    fields = columns(keys)
+    numbers = {*keys, *(f"{k}_sd" for k in keys)}
     data: dict[str, Any] = {}
-    for name in fields:
+    for name in columns(keys, spread):
         values = [row.get(name) for row in rows]
         if name == "evidence":
             data[name] = pa.array([json.dumps(v or {}, ensure_ascii=False) for v in values])
         elif name == "position":
             data[name] = pa.array(values, pa.int64())
-        elif name in keys:
+        elif name in numbers:
             data[name] = pa.array(values, pa.float64())
         else:
             data[name] = pa.array([None if v is None else str(v) for v in values], pa.string())
@@ -153,8 +152,8 @@ def read_parquet_results(output: Path) -> list[Row]:
 class ParquetResults:
     """Same face as :class:`ResultsWriter`: ``append`` (buffered into part files), ``rewrite``."""
 
-    def __init__(self, path: Path, keys: list[str]) -> None:
-        self.path, self.keys = path, keys
+    def __init__(self, path: Path, keys: list[str], *, spread: bool = False) -> None:
+        self.path, self.keys, self.spread = path, keys, spread
         self.buffer: list[Row] = []
         self.parts = parts_dir(path)
         self.count = len(list(self.parts.glob("part-*.parquet"))) if self.parts.is_dir() else 0
@@ -168,7 +167,8 @@ class ParquetResults:
         if self.buffer:
             self.count += 1
             _write_atomic(
-                _to_table(self.buffer, self.keys), self.parts / f"part-{self.count:06d}.parquet"
+                _to_table(self.buffer, self.keys, self.spread),
+                self.parts / f"part-{self.count:06d}.parquet",
             )
             self.buffer = []
 
@@ -177,7 +177,7 @@ class ParquetResults:
 
     def rewrite(self, rows: Iterable[Row]) -> None:
         self.buffer = []
-        _write_atomic(_to_table(rows, self.keys), self.path)
+        _write_atomic(_to_table(rows, self.keys, self.spread), self.path)
         shutil.rmtree(self.parts, ignore_errors=True)
 
 
@@ -213,8 +213,11 @@ def run_ray(
         rows, previous, judge=judge_for_signature, options=options, retry_unscored=retry_unscored
     )
     on_plan(plan)
+    spread = options.get("samples", DEFAULTS.samples) > 1
     writer: Any = (
-        ParquetResults(output, keys) if is_parquet(output) else ResultsWriter(output, keys)
+        ParquetResults(output, keys, spread=spread)
+        if is_parquet(output)
+        else ResultsWriter(output, keys, spread=spread)
     )
     kept = [plan.kept[row.id] for row in rows if row.id in plan.kept]
     if isinstance(writer, ResultsWriter):
@@ -289,20 +292,25 @@ def score_on_ray(
     model: str | None,
     base_url: str | None,
     no_judge: bool,
-    n: int,
-    beta: float,
-    combine: str,
     dimensions: str | None,
     concurrency: int,
     retries: int,
+    timeout: float,
+    flip_threshold: float,
     cache: Path | None,
     no_cache: bool,
     retry_unscored: bool,
     worst: int,
     ray_address: str | None,
     actors: int,
+    **core: Any,
 ) -> None:
-    """The ``score`` command on the Ray engine: same checks, outputs and exit status as local."""
+    """The ``score`` command on the Ray engine: same checks, outputs and exit status as local.
+
+    ``core``: the flags of the core's options (n, beta, samples…, declared in
+    :mod:`shared.options`), passed to the scorer as given, as the local engine does; any other
+    flag is one this engine does not know yet, and is refused rather than ignored.
+    """
     import shlex
     import sys
 
@@ -335,14 +343,17 @@ def score_on_ray(
                 f"results file must end in .jsonl, .csv or .parquet, got {output.name!r}"
             ) from None
     report_path = None if no_report else (report or _report_path(output))
-    options: dict[str, Any] = {"n": n, "beta": beta, "combine": combine}
+    unknown = sorted(set(core) - set(OPTION_NAMES))
+    if unknown:
+        flags = ", ".join("--" + name.replace("_", "-") for name in unknown)
+        raise cli._usage_error(f"the ray engine does not support {flags} yet")
+    options: dict[str, Any] = dict(core)
     if dimensions is not None:
         options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
     from ..distributed import OpenAIJudgeConfig
-    from ..pipeline import ScoreOptions
 
-    try:
-        ScoreOptions.from_kwargs(dict(options))
+    try:  # retries and concurrency shape each actor's judge wrapper; check them alike
+        ScoreOptions.from_kwargs({**options, "retries": retries, "concurrency": concurrency})
     except (TypeError, ValueError) as exc:
         raise cli._usage_error(f"bad option: {exc}") from None
     if concurrency < actors:
@@ -357,13 +368,16 @@ def score_on_ray(
         retries=retries,
         concurrency=concurrency,
         cache=None,
+        timeout=timeout,
     )
     config = None
     if local_judge is not None:
         from ..judge import base_judge
 
         inner: Any = base_judge(local_judge)
-        config = OpenAIJudgeConfig(inner.model, base_url=str(inner.client.base_url))
+        config = OpenAIJudgeConfig(
+            inner.model, base_url=str(inner.client.base_url), settings={"timeout": timeout}
+        )
         cli.err.print(f"Judge: {judge_text}; cache {cache_path or 'off'}; Ray, {actors} actors")
     else:
         cli.err.print(f"[bold yellow]No judge[/] ({judge_text}). {cli.ENABLE_HINT}")
@@ -419,6 +433,8 @@ def score_on_ray(
         )
         write_report(report_path, all_rows, keys, info, worst=worst)
     cli._print_table(all_rows, keys)
+    if options.get("samples", DEFAULTS.samples) > 1 and local_judge is not None:
+        cli._print_stability(all_rows, keys, flip_threshold)
     raise typer.Exit(cli._finish(all_rows, output, report_path, skipped))
 
 
