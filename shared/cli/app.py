@@ -250,6 +250,13 @@ def score(
             "--force", help="Replace finished rows of OUTPUT that were scored with other settings."
         ),
     ] = False,
+    engine: Annotated[
+        str, typer.Option(help="local, or ray (needs the ray extra; Parquet in/out, directories).")
+    ] = "local",
+    ray_address: Annotated[
+        str | None, typer.Option(help="Ray cluster to join (default: start a local Ray).")
+    ] = None,
+    actors: Annotated[int, typer.Option(min=1, help="Scoring actors (--engine ray).")] = 2,
 ) -> None:
     """Score every summary of INPUT; write the results file and the HTML report.
 
@@ -257,6 +264,10 @@ def score(
     for come from the cache.
     """
     columns = Columns(source_column, summary_column, id_column, questions_column)
+    if engine != "local":  # every option, as given; it always ends with typer.Exit
+        from .ray_engine import score_on_ray
+
+        score_on_ray(**{k: v for k, v in locals().items() if k not in ("columns", "score_on_ray")})
     try:
         fmt = detect_format(input_path, input_format)
         rows = read_rows(input_path, columns, fmt)

@@ -262,3 +262,10 @@ def _parse_questions(value: Any) -> list[Any]:
         if not ok:
             raise ValueError(f"item {i} must be a question string or {{'question', 'importance'}}")
     return value
+
+
+def row_from_record(position: int, record: dict[str, Any], columns: Columns) -> InputRow:
+    """One input row from a record already parsed into a dict (a Parquet row, a Ray Data row),
+    with the same checks and error reasons as the JSONL/CSV reader, so every engine and reader
+    marks bad rows alike."""
+    return _make_row(position, record, columns, "jsonl")

@@ -1,0 +1,251 @@
+"""Ray Data engine (:mod:`shared.distributed`) on a local Ray instance with the stub judge server.
+
+Marked ``ray``; skipped when the ``ray`` extra is not installed. Ray runs with two CPUs, no
+dashboard, every address on 127.0.0.1. Nothing waits on time: the actor-kill test kills the
+actor from inside its own judge call once it has made a set number of calls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+
+from shared import OpenAIJudge, score_summaries  # noqa: E402
+from shared.cli.results import evaluation_row, score_keys  # noqa: E402
+from shared.distributed import OpenAIJudgeConfig, score_dataset  # noqa: E402
+from shared.testing import stub_server  # noqa: E402
+
+pytestmark = pytest.mark.ray
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "summaries.jsonl"
+ROWS = [json.loads(line) for line in EXAMPLES.read_text().splitlines()]
+SOURCES = {row["source"] for row in ROWS}
+RESULT_COLUMNS = ["status", *score_keys(), "reason", "error", "signature", "input_hash"]
+FAST = {"dimensions": ("density", "conciseness")}  # no spaCy parse beyond these, no MiniLM
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    ctx.verbose_stats_logs = False
+    yield ray
+    ray.shutdown()
+
+
+def _run(ds: Any, url: str, **kwargs: Any) -> dict[str, dict[str, Any]]:
+    kwargs.setdefault("actor_cpus", 0.5)
+    kwargs.setdefault("actors", 2)
+    kwargs.setdefault("concurrency", 8)
+    out = score_dataset(
+        ds, judge=OpenAIJudgeConfig("fake-judge", base_url=url), id_column="id", **kwargs
+    )
+    rows = out.take_all()
+    by_id = {row["id"]: row for row in rows}
+    assert len(by_id) == len(rows), "a row came out twice"
+    return by_id
+
+
+def test_results_equal_score_summaries_row_by_row(local_ray) -> None:
+    with stub_server() as url:
+        got = _run(ray.data.from_items(ROWS), url, groups=2)
+        ray_calls = url.judge.calls["GeneratedQuestions"]
+    assert ray_calls == len(SOURCES), "question generation must be one call per source"
+    with stub_server() as url:
+        local = score_summaries(
+            [(r["source"], r["summary"]) for r in ROWS],
+            judge=OpenAIJudge("fake-judge", base_url=url),
+        )
+    assert set(got) == {r["id"] for r in ROWS}
+    for row, ev in zip(ROWS, local, strict=True):
+        want = evaluation_row(
+            row_id=row["id"], position=0, input_hash="", summary=row["summary"], ev=ev
+        )
+        mine = got[row["id"]]
+        assert mine["status"] == "ok", mine["error"]
+        for column in RESULT_COLUMNS:
+            if column == "input_hash":
+                continue
+            assert mine[column] == want[column], (row["id"], column)
+        assert json.loads(mine["evidence"]) == want["evidence"], row["id"]
+        assert mine["source"] == row["source"] and mine["summary"] == row["summary"]
+
+
+def test_question_generation_once_per_source_with_many_groups(local_ray) -> None:
+    many = [{**r, "id": f"{r['id']}-{k}"} for k in range(3) for r in ROWS]
+    with stub_server() as url:
+        got = _run(ray.data.from_items(many).repartition(4), url, groups=5, **FAST)
+        calls = url.judge.calls["GeneratedQuestions"]
+    assert len(got) == len(many)
+    assert all(row["status"] == "ok" for row in got.values())
+    assert calls == len(SOURCES)
+
+
+def test_bad_row_becomes_error_row_and_the_job_goes_on(local_ray) -> None:
+    rows = [
+        *ROWS,
+        {"id": "empty", "source": ROWS[0]["source"], "summary": "   "},
+        {"id": "nosource", "source": None, "summary": "A summary."},
+    ]
+    with stub_server() as url:
+        got = _run(ray.data.from_items(rows), url, groups=2, **FAST)
+    assert got["empty"]["status"] == "bad_input"
+    assert "summary is empty" in got["empty"]["error"]
+    assert got["nosource"]["status"] == "bad_input"
+    assert "source must be a string" in got["nosource"]["error"]
+    assert got["empty"]["score"] is None
+    assert all(got[r["id"]]["status"] == "ok" for r in ROWS)
+
+
+class KillOnce:
+    """A judge factory whose judge SIGKILLs its own actor process on its first call of round 2
+    (answering questions from the summary: the group's questions were already answered by the
+    stub), once per job; the marker file, created exclusively, records which pid died."""
+
+    def __init__(self, url: str, marker: str) -> None:
+        self.url, self.marker = str.__str__(url), marker  # a plain str: no stub state travels
+
+    def __call__(self) -> Any:
+        inner = OpenAIJudge("fake-judge", base_url=self.url)
+        marker = self.marker
+
+        class Killer:
+            model_id = inner.model_id
+
+            async def generate(self, prompt: str, schema: Any) -> Any:
+                if schema.__name__ == "SummaryAnswers":
+                    try:
+                        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                    except FileExistsError:
+                        pass
+                    else:
+                        os.write(fd, str(os.getpid()).encode())
+                        os.close(fd)
+                        os.kill(os.getpid(), signal.SIGKILL)
+                return await inner.generate(prompt, schema)
+
+        return Killer()
+
+
+def test_actor_killed_mid_job_still_yields_every_row_once(local_ray, tmp_path: Path) -> None:
+    import ray.cloudpickle
+
+    ray.cloudpickle.register_pickle_by_value(__import__(__name__))
+    marker = tmp_path / "killed"
+    many = [{**r, "id": f"{r['id']}-{k}"} for k in range(2) for r in ROWS]
+    with stub_server() as url:
+        out = score_dataset(
+            ray.data.from_items(many),
+            judge=KillOnce(url, str(marker)),
+            id_column="id",
+            actors=1,
+            concurrency=4,
+            groups=2,
+            actor_cpus=0.5,
+            **FAST,
+        )
+        rows = out.take_all()
+        questions = url.judge.calls["GeneratedQuestions"]
+    assert marker.exists(), "the actor was never killed"
+    pid = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    ids = [row["id"] for row in rows]
+    assert sorted(ids) == sorted(r["id"] for r in many), "every row exactly once"
+    assert all(row["status"] == "ok" for row in rows)
+    # the dead actor's questions were answered, then asked again by its replacement
+    assert questions > len(SOURCES)
+
+
+def test_a_judge_instance_is_refused(local_ray) -> None:
+    with pytest.raises(TypeError, match="picklable factory"):
+        score_dataset(ray.data.from_items(ROWS), judge=OpenAIJudge("m", base_url="http://x/v1"))
+
+
+def test_cli_ray_engine_parquet_bad_rows_exit_1_and_resume(local_ray, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from shared.cli.app import app
+
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS[:5]))
+    bad = [*ROWS[5:], {"id": "no-summary", "source": ROWS[0]["source"]}]
+    (inputs / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in bad) + "{not json\n")
+    out = tmp_path / "res.parquet"
+    cache = tmp_path / "cache.sqlite3"
+
+    def run() -> tuple[int, str]:
+        args = ["score", str(inputs), "-o", str(out), "--no-report", "--engine", "ray"]
+        args += ["--base-url", url, "--model", "fake-judge", "--cache", str(cache)]
+        args += ["--dimensions", "density,conciseness", "--concurrency", "4"]
+        result = CliRunner().invoke(app, args, catch_exceptions=False)
+        return result.exit_code, " ".join(result.output.split())
+
+    with stub_server() as url:
+        code, text = run()
+        assert code == 1, text
+        first_calls = url.count
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(out).to_pylist()
+        assert [r["id"] for r in rows] == [r["id"] for r in ROWS] + ["no-summary", "10"]
+        by_id = {r["id"]: r for r in rows}
+        assert by_id["no-summary"]["status"] == "bad_input"
+        assert "missing field 'summary'" in by_id["no-summary"]["error"]
+        assert by_id["10"]["status"] == "bad_input" and "not valid JSON" in by_id["10"]["error"]
+        assert all(by_id[r["id"]]["status"] == "ok" for r in ROWS)
+        code, text = run()
+        assert code == 1, text
+        assert "Resuming: 8 of 10 rows already done" in text
+        assert url.count == first_calls  # nothing scored twice
+    assert pq.read_table(out).to_pylist() == rows
+
+
+def test_cli_ray_engine_passes_every_core_option_like_local(local_ray, tmp_path: Path) -> None:
+    """Non-default core flags (samples, n, beta, combine, dimension settings, timeout) give the
+    same results file on both engines: every option reaches the Ray actors as it reaches the
+    local scorer, and samples > 1 writes the spread columns there too."""
+    from typer.testing import CliRunner
+
+    from shared.cli.app import app
+    from shared.cli.results import read_results, spread_keys
+
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text("".join(json.dumps(r) + "\n" for r in ROWS[:4]))
+    flags = ["--samples", "2", "--n", "4", "--beta", "2", "--combine", "min"]
+    flags += ["--dimensions", "density,conciseness", "--density-target", "0.2"]
+    flags += ["--density-tolerance", "0.1", "--timeout", "30", "--no-cache", "--no-report"]
+
+    def run(url: str, engine: str) -> list[dict[str, Any]]:
+        out = tmp_path / f"{engine}.jsonl"
+        args = ["score", str(inputs), "-o", str(out), "--engine", engine, *flags]
+        args += ["--base-url", url, "--model", "fake-judge", "--concurrency", "4"]
+        result = CliRunner().invoke(app, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return read_results(out)
+
+    with stub_server() as url:
+        local = run(url, "local")
+    with stub_server() as url:
+        on_ray = run(url, "ray")
+    assert [r["id"] for r in on_ray] == [r["id"] for r in local]
+    for mine, want in zip(on_ray, local, strict=True):
+        assert "|samples:2" in want["signature"]
+        assert any(want[k] is not None for k in spread_keys())
+        for column in want:
+            assert mine.get(column) == want[column], (want["id"], column)
