@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from . import prompts as p
 from .judge import JudgeFailed, JudgeOutputError, ValidatingJudge, base_judge
+from .options import MIN_CONTEXT_BUDGET
 
 Status = Literal["ok", "caveat", "fail"]
 
@@ -32,7 +33,7 @@ def context_budget_for(window: int, default: int) -> int:
     """The largest ``context_budget`` (estimated prompt tokens) that fits ``window`` with room
     for the reply; ``default`` when the window is larger. The estimate overshoots real counts
     (:mod:`shared.tokens`), so a prompt within it fits the window in real tokens too."""
-    return max(256, min(default, window - REPLY_ROOM))
+    return max(MIN_CONTEXT_BUDGET, min(default, window - REPLY_ROOM))
 
 
 @dataclass

@@ -34,8 +34,9 @@ signature (:mod:`shared._compose`), the dimensions' CPU batching
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
-from typing import Unpack
+import inspect
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Unpack
 
 from ._compose import (
     NO_JUDGE,
@@ -58,7 +59,8 @@ from ._sampling import SharedRowAnalysis, combine_samples, sample_judges
 from .adapter_kit import run_sync
 from .dimensions import DimensionEvidence, DimensionSettings, build_evidence, unavailable_evidence
 from .dimensions.batching import BatchAnalysis, SharedAnalyser
-from .judge import CachedJudge, Judge
+from .judge import CachedJudge, Judge, base_judge
+from .judge_check import context_budget_for
 from .options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_CONTEXT_BUDGET,
@@ -222,6 +224,31 @@ async def _judged(
     )
 
 
+async def _fit_context(
+    opts: ScoreOptions, judge: Judge | None, given: Mapping[str, Any]
+) -> ScoreOptions:
+    """``context_budget`` fitted to the judge's context window when the user gave none.
+
+    A judge that tells its window (``await judge.context_window()``: llama.cpp ``/props``, vLLM
+    ``max_model_len``, Ollama ``num_ctx``) gets a budget that leaves room for the reply, so a
+    source too long for the window is chunked instead of being sent and silently truncated. A
+    window that cannot be read changes nothing.
+    """
+    if "context_budget" in given or judge is None:
+        return opts
+    ask = getattr(base_judge(judge), "context_window", None)
+    if ask is None or not inspect.iscoroutinefunction(ask):
+        return opts
+    try:
+        window = await ask()
+    except Exception:  # a probe, not a judge call: the first real call reports the problem
+        return opts
+    if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+        return opts
+    budget = context_budget_for(window, opts.context_budget)
+    return opts if budget == opts.context_budget else opts.merged(context_budget=budget)
+
+
 # ---------------------------------------------------------------------------------------------
 # Public entry points
 # ---------------------------------------------------------------------------------------------
@@ -241,7 +268,7 @@ async def ascore_summary(
     that is not installed; judge failures give an unscored result (``score=None`` and ``error``
     set), never an exception. ``judge=None`` computes only the deterministic dimensions.
     """
-    opts = ScoreOptions.from_kwargs(options)
+    opts = await _fit_context(ScoreOptions.from_kwargs(options), judge, options)
     source_text = normalise_source(source)
     summary_text = check_summary(summary)
     if not opts.dimension_settings.available:
@@ -262,7 +289,7 @@ async def ascore_summaries(
     dimensions' CPU work is batched: one ``nlp.pipe`` over all summaries and one ``embed`` call
     over all their sentences, in worker threads, while the judge calls proceed.
     """
-    opts = ScoreOptions.from_kwargs(options)
+    opts = await _fit_context(ScoreOptions.from_kwargs(options), judge, options)
     if not opts.dimension_settings.available:
         await asyncio.to_thread(opts.dimension_settings.check_available)
     stack = prepare_judge(judge, opts)

@@ -14,7 +14,7 @@ import re
 import pytest
 from pydantic import BaseModel
 
-from shared import ascore_summaries, ascore_summary
+from shared import DEFAULT_CONTEXT_BUDGET, ascore_summaries, ascore_summary
 from shared import prompts as p
 from shared.chunking import sentence_spans, split_parts
 from shared.testing import FakeJudge, default_answer
@@ -197,3 +197,46 @@ def test_fake_answers_a_foreign_schema_with_a_minimal_valid_instance() -> None:
 
     answer = default_answer("anything", Foreign)
     assert isinstance(answer, Foreign) and answer.items == [] and answer.label
+
+
+def _user_prompts(requests: list[dict]) -> list[str]:
+    return [
+        m["content"] for r in requests for m in r.get("messages", []) if m.get("role") == "user"
+    ]
+
+
+def test_context_budget_defaults_to_fit_the_servers_window() -> None:
+    # A server that publishes a 4,096-token window (llama.cpp /props): with no context_budget
+    # given, the long source is chunked to fit it, instead of being sent whole and truncated.
+    from shared import OpenAIJudge
+    from shared.testing import stub_server
+
+    source = long_source()
+    # within the default budget (sent whole to a server that tells nothing), not within 4,096
+    assert 4_096 < estimate_tokens(source) < DEFAULT_CONTEXT_BUDGET
+    with stub_server(context_window=4_096) as url:
+        judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
+        result = run(ascore_summary(source, SUMMARY, judge=judge, dimensions=(), cache=False))
+        prompts = _user_prompts(list(url.requests))
+    assert result.scored, result.error
+    assert "|budget:2048|" in result.signature  # 4,096 less room for the reply
+    assert prompts and all(estimate_tokens(prompt) <= 2_048 for prompt in prompts)
+
+
+def test_a_given_context_budget_or_a_large_window_is_kept(seed: tuple[str, str]) -> None:
+    from shared import OpenAIJudge
+    from shared.testing import stub_server
+
+    source = long_source()
+    with stub_server(context_window=4_096) as url:
+        judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
+        given = run(
+            ascore_summary(
+                source, SUMMARY, judge=judge, dimensions=(), cache=False, context_budget=3_000
+            )
+        )
+    assert "|budget:3000|" in given.signature
+    with stub_server(context_window=131_072) as url:
+        judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
+        short = run(ascore_summary(*seed, judge=judge, dimensions=(), cache=False))
+    assert short.scored and "|long:" not in short.signature and "budget:" not in short.signature
