@@ -477,14 +477,15 @@ def stub_server(
             except json.JSONDecodeError:
                 self._send(400, {"error": {"message": "request body is not JSON"}})
                 return
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                # not a judge call (e.g. a context-window probe of /api/show): not recorded
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+                return
             with lock:
                 seen.append(request)
                 fail = failures["left"] > 0
                 if fail:
                     failures["left"] -= 1
-            if not self.path.rstrip("/").endswith("/chat/completions"):
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
-                return
             if fail:
                 self._send(fail_status, {"error": {"message": "stub: simulated failure"}})
                 return

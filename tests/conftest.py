@@ -35,3 +35,13 @@ SEED_SUMMARY = (
 @pytest.fixture
 def seed() -> tuple[str, str]:
     return SEED_SOURCE, SEED_SUMMARY
+
+
+@pytest.fixture(autouse=True)
+def _forget_learned_structured_modes() -> None:
+    """OpenAIJudge remembers, per process, the structured-output mode each (server URL, model)
+    accepted. Stub servers of different tests can reuse a port, so one test's stub must not
+    inherit the mode another test's stub taught."""
+    from shared import openai_judge
+
+    openai_judge._learned.clear()

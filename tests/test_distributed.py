@@ -100,14 +100,16 @@ def test_bad_row_becomes_error_row_and_the_job_goes_on(local_ray) -> None:
         *ROWS,
         {"id": "empty", "source": ROWS[0]["source"], "summary": "   "},
         {"id": "nosource", "source": None, "summary": "A summary."},
+        {"id": "notext", "source": ROWS[0]["source"], "summary": 42},
     ]
     with stub_server() as url:
         got = _run(ray.data.from_items(rows), url, groups=2, **FAST)
-    assert got["empty"]["status"] == "bad_input"
-    assert "summary is empty" in got["empty"]["error"]
     assert got["nosource"]["status"] == "bad_input"
     assert "source must be a string" in got["nosource"]["error"]
-    assert got["empty"]["score"] is None
+    assert got["notext"]["status"] == "bad_input" and got["notext"]["score"] is None
+    assert "summary" in got["notext"]["error"]
+    # an empty summary follows the one rule (README "Bad input"): scored 0.0, no judge call
+    assert got["empty"]["status"] == "ok" and got["empty"]["score"] == 0.0
     assert all(got[r["id"]]["status"] == "ok" for r in ROWS)
 
 

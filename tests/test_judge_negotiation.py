@@ -195,8 +195,12 @@ def test_a_silently_truncated_prompt_is_unscored_never_trusted(seed: tuple[str, 
         result = score_summary(long_source, seed[1], judge=judge, dimensions=[])
     assert result.score is None
     assert "prompt truncated by the server" in (result.error or "")
-    questions = [r for r in url.requests if "GeneratedQuestions" in json.dumps(r)]
-    assert len(questions) == 1  # the same prompt would be cut the same way: not retried
+    questions = [
+        json.dumps(r["messages"]) for r in url.requests if "GeneratedQuestions" in json.dumps(r)
+    ]
+    # the same prompt would be cut the same way: none is retried (a window this small is below
+    # the smallest context budget, so the source is also read in parts, each asked once)
+    assert questions and len(questions) == len(set(questions))
 
 
 async def _collect_inside_a_loop() -> None:
