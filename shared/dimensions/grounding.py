@@ -57,6 +57,8 @@ _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:['\u2019][^\W\d_]+)*|[%$\u20ac
 """Digit runs (with ``.``/``,`` inside), words (with an inner apostrophe), currency and ``%``.
 Hyphens and slashes split: "42-kilometre" is "42", "kilometre"; "15/03/2015" is three numbers."""
 _URL = re.compile(r"(?:https?://|www\.)\S+|\S+@\S+\.\w+", re.IGNORECASE)
+_DOTTED = re.compile(r"\b(?:[A-Za-z]\.){2,}")
+"""Dotted acronyms ("U.S.", "U.N."), which the tokenizer splits into letters."""
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _STOP = frozenset({"the", "of", "and", "a", "an", "de", "la", "le", "van", "von", "der", "for"})
 
@@ -377,6 +379,8 @@ def index_source(source: str | Sequence[str]) -> SourceIndex:
             idx.weekdays.setdefault(_WEEKDAYS[w], off)
     if in_chunk and len(chunk_words) >= 2:
         idx.acronyms.setdefault("".join(c[0] for c in chunk_words), chunk_start)
+    for m in _DOTTED.finditer(text):
+        idx.acronyms.setdefault(m.group().replace(".", "").lower(), m.start())
     for (value, unit), first, _ in scan_quantities(lower):
         off = toks[first][1]
         idx.quantities.setdefault((value, unit), off)
@@ -519,6 +523,8 @@ def _check_numbers(
     for kind, fact in facts:
         if kind == "value":
             off = idx.values.get(fact)
+            if off is None and 1 <= fact <= 12 and fact == int(fact):  # "03" in "15/03/2015"
+                off = idx.months.get(int(fact))
         elif kind == "month":
             off = idx.months.get(fact)
         elif kind == "weekday":
