@@ -50,8 +50,9 @@ sys.path.insert(0, str(HERE))
 import inputs  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
+from shared import DEFAULT_CONTEXT_BUDGET  # noqa: E402
 from shared import prompts as p  # noqa: E402
-from shared.pipeline import DEFAULT_CONTEXT_BUDGET, PASSAGE_TOKENS, TOP_PASSAGES  # noqa: E402
+from shared.retrieval import PASSAGE_TOKENS, TOP_PASSAGES  # noqa: E402
 from shared.testing import default_answer, sentences  # noqa: E402
 from shared.tokens import estimate_tokens  # noqa: E402
 
@@ -349,11 +350,11 @@ def table(title: str, rows: dict[str, dict]) -> None:
 
 def retrieval_case(words: int) -> dict[str, float]:
     """Top-1/top-k hit rate of BM25 on claims whose support is past the middle of the source."""
-    from shared.pipeline import _passage_index
+    from shared.retrieval import passage_index
 
     source = inputs.long_source(words)
     claims = inputs.deep_claims(source)
-    passages, index = _passage_index(source.text)
+    passages, index = passage_index(source.text)
     hits1 = hitsk = 0
     for claim in claims:
         top = index.top(claim.claim, TOP_PASSAGES)

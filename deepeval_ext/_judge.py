@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
-import re
-import threading
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -21,10 +19,9 @@ from deepeval.models import DeepEvalBaseLLM
 from pydantic import BaseModel, ValidationError
 
 from shared import JudgeOutputError
+from shared.adapter_kit import attached, strip_code_fence, validation_summary
 
 T = TypeVar("T", bound=BaseModel)
-
-_FENCE = re.compile(r"^```(?:json|JSON)?\s*(.*?)\s*```$", re.DOTALL)
 
 
 @dataclass
@@ -93,27 +90,18 @@ def normalise_output(output: object, schema: type[T], model_name: str) -> T:
         if isinstance(output, dict):
             return schema.model_validate(output)
         if isinstance(output, str):
-            text = output.strip()
-            fenced = _FENCE.match(text)
-            return schema.model_validate_json(fenced.group(1) if fenced else text)
+            return schema.model_validate_json(strip_code_fence(output))
     except ValidationError as exc:
         raw = output if isinstance(output, str) else repr(output)
         raise JudgeOutputError(
             f"{model_name} returned output that does not match {schema.__name__}: "
-            f"{_validation_summary(exc)}",
+            f"{validation_summary(exc)}",
             raw[:2000],
         ) from exc
     raise JudgeOutputError(
         f"{model_name} returned a {type(output).__name__}; expected a {schema.__name__} "
         "instance, a JSON string, or a (result, cost) tuple",
         repr(output)[:2000],
-    )
-
-
-def _validation_summary(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(part) for part in err['loc']) or 'reply'}: {err['msg']}"
-        for err in exc.errors()[:5]
     )
 
 
@@ -146,48 +134,12 @@ class DeepEvalJudge:
         return normalise_output(result, schema, self.model_id)
 
 
-_SLOT = "_summary_eval_deepeval"
-_attach_lock = threading.Lock()
-
-
-class _Adapters:
-    """The adapters made for one model object, stored in that object's ``__dict__``.
-
-    Kept on the model rather than in a module registry: an adapter references its model, so a
-    registry entry (a WeakKeyDictionary whose value refers to its own key never lets go) would
-    keep both alive for the process's life. On the model, the pair is a plain reference cycle
-    that the garbage collector frees once the user drops the model. Deep copies and pickles of
-    the model start with no adapters, since an adapter belongs to one object.
-    """
-
-    __slots__ = ("adapters", "owner")
-
-    def __init__(self, owner: object) -> None:
-        self.owner = owner
-        self.adapters: dict[bool, DeepEvalJudge] = {}
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> None:
-        return None
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(None), ())
-
-
 def judge_for(model: DeepEvalBaseLLM, *, use_async: bool = True) -> DeepEvalJudge:
     """One adapter per (model object, mode), so every metric built on the same model, including
     the per-test-case copies ``deepeval.evaluate()`` makes, shares one cache and one
-    de-duplication of source-only calls. It is kept on the model object and freed with it; a
-    model that takes no attributes (``__slots__``) gets a new adapter per call: same scores, no
-    sharing."""
-    with _attach_lock:
-        try:
-            store = vars(model)
-        except TypeError:
-            return DeepEvalJudge(model, use_async=use_async)
-        slot = store.get(_SLOT)
-        if not isinstance(slot, _Adapters) or slot.owner is not model:  # absent, or a copy's
-            slot = store[_SLOT] = _Adapters(model)
-        judge = slot.adapters.get(use_async)
-        if judge is None:
-            judge = slot.adapters[use_async] = DeepEvalJudge(model, use_async=use_async)
-        return judge
+    de-duplication of source-only calls. It is kept on the model object and freed with it
+    (:func:`shared.adapter_kit.attached`); a model that takes no attributes (``__slots__``) gets
+    a new adapter per call: same scores, no sharing."""
+    return attached(
+        model, (DeepEvalJudge, use_async), lambda: DeepEvalJudge(model, use_async=use_async)
+    )

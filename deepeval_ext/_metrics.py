@@ -18,8 +18,8 @@ from deepeval.metrics.utils import construct_verbose_logs, initialize_model, pre
 from deepeval.models import DeepEvalBaseLLM
 from deepeval.test_case import LLMTestCase, SingleTurnParams
 
-from shared import DEFAULT_N, ScoreOptions, SummaryEvaluation, ascore_summary
-from shared.pipeline import run_sync
+from shared import ScoreOptions, SummaryEvaluation, ascore_summary
+from shared.adapter_kit import DEFAULTS, OPTION_NAMES, SUB_SCORES, run_sync
 
 from ._judge import CaseUsage, current_usage, judge_for
 
@@ -48,59 +48,55 @@ class _SummaryMetricBase(BaseMetric):
         self,
         threshold: float = 0.5,
         model: str | DeepEvalBaseLLM | None = None,
-        n: int = DEFAULT_N,
+        n: int = DEFAULTS.n,
         assessment_questions: Sequence[str | dict[str, Any]] | None = None,
         include_reason: bool = True,
         strict_mode: bool = False,
         async_mode: bool = True,
         verbose_mode: bool = False,
-        beta: float = 1.0,
-        combine: Literal["fbeta", "min"] = "fbeta",
+        beta: float = DEFAULTS.beta,
+        combine: Literal["fbeta", "min"] = DEFAULTS.combine,
         dimensions: Iterable[str] | None = None,
-        retries: int = 2,
-        cache: bool | str = True,
+        retries: int = DEFAULTS.retries,
+        cache: bool | str = DEFAULTS.cache,
         flaky: bool = False,
-        spacy_model: str | None = None,
-        coherence_formula: str | None = None,
+        spacy_model: str = DEFAULTS.spacy_model,
+        coherence_formula: str = DEFAULTS.coherence_formula,
+        concurrency: int = DEFAULTS.concurrency,
+        embedder: Any = DEFAULTS.embedder,
+        density_target: float = DEFAULTS.density_target,
+        density_tolerance: float = DEFAULTS.density_tolerance,
+        context_budget: int = DEFAULTS.context_budget,
+        samples: int = DEFAULTS.samples,
     ) -> None:
         # Every argument is stored under its own name: deepeval.evaluate() copies a metric per
-        # test case by calling the class again with the attributes that match __init__.
+        # test case by calling the class again with the attributes that match __init__. So the
+        # core's options are explicit parameters here (tests/test_option_surfaces.py checks that
+        # each one is, with the core's default); ``dimensions=None`` means "not given".
         self.threshold = 1 if strict_mode else threshold
         self.model, self.using_native_model = initialize_model(model)
         self.evaluation_model = self.model.get_model_name()
-        self.n = n
-        self.assessment_questions = (
-            list(assessment_questions) if assessment_questions else None
-        )  # [] means "generate them", as in DeepEval
         self.include_reason = include_reason
         self.strict_mode = strict_mode
         self.async_mode = async_mode
         self.verbose_mode = verbose_mode
-        self.beta = beta
-        self.combine = combine
-        self.dimensions = None if dimensions is None else tuple(dimensions)
-        self.retries = retries
-        self.cache = cache
         self.flaky = flaky
-        self.spacy_model = spacy_model
-        self.coherence_formula = coherence_formula
+        given = locals()
+        for attr in OPTION_PARAMETERS.values():  # the core's options, as given
+            setattr(self, attr, given[attr])
+        self.assessment_questions = (
+            list(assessment_questions) if assessment_questions else None
+        )  # [] means "generate them", as in DeepEval
+        self.dimensions = None if dimensions is None else tuple(dimensions)
         # Bad options fail here, at construction, rather than once per test case.
         ScoreOptions.from_kwargs(self._score_options())
 
     def _score_options(self) -> dict[str, Any]:
-        options: dict[str, Any] = {
-            "n": self.n,
-            "questions": self.assessment_questions,
-            "beta": self.beta,
-            "combine": self.combine,
-            "retries": self.retries,
-            "cache": self.cache,
-        }
-        if self.dimensions is not None:
-            options["dimensions"] = self.dimensions
-        for name in ("spacy_model", "coherence_formula"):
-            if getattr(self, name) is not None:  # None = the core's default
-                options[name] = getattr(self, name)
+        """Every core option, read from the attribute of the same name (or its DeepEval name,
+        :data:`OPTION_PARAMETERS`)."""
+        options = {name: getattr(self, attr) for name, attr in OPTION_PARAMETERS.items()}
+        if self.dimensions is None:  # not given: the core's default
+            del options["dimensions"]
         return options
 
     @property
@@ -212,6 +208,10 @@ class _SummaryMetricBase(BaseMetric):
         self.score_breakdown = {
             name: sub for name, sub in sub_scores.items() if name != "score" and sub is not None
         }
+        # samples=k > 1: the values above are means over k judge samples; their spread too
+        self.score_breakdown.update(
+            {name: sd for name, sd in evaluation.spread_columns().items() if sd is not None}
+        )
         self.reason = self._reason(evaluation) if self.include_reason else None
         self.error = None
         self.evaluation_cost = usage.cost
@@ -266,18 +266,33 @@ class SummaryQualityMetric(_SummaryMetricBase):
 
 
 class SummarySubScoreMetric(_SummaryMetricBase):
-    """Thresholds one sub-score, e.g. ``SummarySubScoreMetric("alignment", threshold=0.9)``.
+    """Thresholds one sub-score, e.g. ``SummarySubScoreMetric(0.9, sub_score="alignment")``
+    (``SummarySubScoreMetric("alignment", threshold=0.9)`` works too).
 
     The score is ``SummaryEvaluation.sub_scores()[sub_score]``; a sub-score the core did not
     compute (not requested in ``dimensions``, or unknown to this version) is an error, never 0.
-    The named subclasses (``SummaryAlignmentMetric`` ...) fix ``sub_score``.
+    The named subclasses (``SummaryAlignmentMetric`` ...) fix ``sub_score``; like every DeepEval
+    metric, each takes ``threshold`` first: ``SummaryAlignmentMetric(0.9, model=m)``.
     """
 
     fixed_sub_score: ClassVar[str | None] = None
 
     def __init__(
-        self, sub_score: str | None = None, threshold: float = 0.5, **options: Any
+        self,
+        threshold: float | str = 0.5,
+        model: str | DeepEvalBaseLLM | None = None,
+        *,
+        sub_score: str | None = None,
+        **options: Any,
     ) -> None:
+        if isinstance(threshold, str):
+            # the older form SummarySubScoreMetric("alignment", threshold=...): a name first
+            if sub_score is not None or "threshold" in options:
+                if sub_score is not None:
+                    raise TypeError("sub_score given twice (first argument and sub_score=)")
+                sub_score, threshold = threshold, options.pop("threshold")
+            else:
+                sub_score, threshold = threshold, 0.5
         fixed = type(self).fixed_sub_score
         if fixed is not None and sub_score not in (None, fixed):
             raise ValueError(f"{type(self).__name__} scores '{fixed}', not {sub_score!r}")
@@ -287,7 +302,7 @@ class SummarySubScoreMetric(_SummaryMetricBase):
                 f"sub_score must name a sub-score such as 'alignment', got {sub_score!r}"
             )
         self.sub_score = sub_score
-        super().__init__(threshold=threshold, **options)
+        super().__init__(threshold, model, **options)
 
     @property
     def _score_key(self) -> str:  # type: ignore[override]
@@ -310,7 +325,14 @@ class SummarySubScoreMetric(_SummaryMetricBase):
         return f"{self.sub_score} {value:.2f}. {evaluation.reason}"
 
 
-_CORE_SCORES = frozenset({"score", "alignment", "coverage"})
+_CORE_SCORES = frozenset(s.name for s in SUB_SCORES if not s.dimension)
+"""The headline score and the sub-scores it is made of (not text-quality dimensions)."""
+
+OPTION_PARAMETERS: dict[str, str] = {
+    name: "assessment_questions" if name == "questions" else name for name in OPTION_NAMES
+}
+"""Each core option and the constructor parameter that takes it (DeepEval's own name for the
+questions, as in its ``SummarizationMetric``)."""
 
 
 class SummaryAlignmentMetric(SummarySubScoreMetric):

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from deepeval.models import DeepEvalBaseLLM
 from pydantic import BaseModel
 
-from shared.pipeline import run_sync
+from shared.adapter_kit import run_sync
 from shared.testing import FakeJudge
 
 OutputShape = Literal["instance", "json", "tuple"]

@@ -11,8 +11,8 @@ Two kinds of Ragas LLM exist in 0.4.3:
 
 One adapter exists per Ragas LLM object (:func:`judge_for`), so every metric of one
 ``evaluate()`` call reaches the core with the same judge, and the core's cached wrapper makes each
-identical request once. The adapter is stored on the LLM object (:func:`attached`), so it is
-freed with it.
+identical request once. The adapter is stored on the LLM object
+(:func:`shared.adapter_kit.attached`), so it is freed with it.
 """
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ import asyncio
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from shared import JudgeFailed, JudgeOutputError
-from shared.openai_judge import parse_json_reply
+from shared.adapter_kit import attached, parse_json_reply
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -132,59 +131,6 @@ class RagasJudge:
 def _short(exc: BaseException, limit: int = 300) -> str:
     text = str(exc)
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-_SLOT = "_summary_eval_ragas"
-_attach_lock = threading.Lock()
-A = TypeVar("A")
-
-
-class _Adapters:
-    """The adapters made for one user object, stored in that object's ``__dict__``.
-
-    Kept on the object rather than in a module registry: an adapter references its object, so
-    a registry entry (a dict, or a WeakKeyDictionary whose value refers to its own key) would
-    keep both alive for the process's life. On the object, the pair is a plain reference cycle
-    that the garbage collector frees once the user drops the object. Copies and pickles of the
-    object start with no adapters, since an adapter belongs to one object.
-    """
-
-    __slots__ = ("adapters", "owner")
-
-    def __init__(self, owner: object) -> None:
-        self.owner = owner
-        self.adapters: dict[Any, Any] = {}
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> None:
-        return None
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(None), ())
-
-
-def attached(owner: object, key: Any, make: Callable[[], A]) -> A:
-    """The adapter ``make()`` built once per (``owner``, ``key``), kept on ``owner`` itself.
-
-    An object that takes no attributes (``__slots__``, a class, a builtin) gets a new adapter on
-    every call: scores are the same, but metrics on it share neither per-row results nor the
-    core's cache of judge replies.
-    """
-    with _attach_lock:
-        try:
-            store = vars(owner)
-        except TypeError:
-            return make()
-        slot = store.get(_SLOT)
-        if not isinstance(slot, _Adapters) or slot.owner is not owner:  # absent, or a copy's
-            slot = _Adapters(owner)
-            try:
-                store[_SLOT] = slot
-            except TypeError:  # a read-only namespace (a class's mappingproxy)
-                return make()
-        adapter = slot.adapters.get(key)
-        if adapter is None:
-            adapter = slot.adapters[key] = make()
-        return adapter
 
 
 def judge_for(llm: Any) -> RagasJudge:

@@ -16,16 +16,22 @@ from __future__ import annotations
 import logging
 import math
 import typing as t
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ragas.metrics.base import MetricOutputType, MetricType, MetricWithLLM, SingleTurnMetric
 
-from shared import DEFAULT_CONCURRENCY, DEFAULT_N, ScoreOptions, SummaryEvaluation, ascore_summary
+from shared import (
+    DIMENSION_NAMES,
+    OPTION_NAMES,
+    SUB_SCORE_NAMES,
+    ScoreOptions,
+    SummaryEvaluation,
+    ascore_summary,
+)
+from shared.adapter_kit import OptionFields, attached
 
-from ._judge import RagasEmbedder, attached, judge_for
+from ._judge import RagasEmbedder, judge_for
 
 if t.TYPE_CHECKING:
     from langchain_core.callbacks import Callbacks
@@ -33,20 +39,11 @@ if t.TYPE_CHECKING:
 
 logger = logging.getLogger("ragas_ext")
 
-SUB_SCORES: tuple[str, ...] = (
-    "score",
-    "alignment",
-    "coverage",
-    "density",
-    "specificity",
-    "non_redundancy",
-    "coherence",
-    "conciseness",
-)
+SUB_SCORES: tuple[str, ...] = SUB_SCORE_NAMES
 """What a metric can report: the headline F-beta ``score`` and each sub-score by its name in
-:meth:`shared.SummaryEvaluation.sub_scores`."""
+:meth:`shared.SummaryEvaluation.sub_scores` (the core's list, :data:`shared.SUB_SCORES`)."""
 
-DIMENSIONS = SUB_SCORES[3:]
+DIMENSIONS = DIMENSION_NAMES
 
 
 def embedder_for(embeddings: Any) -> RagasEmbedder:
@@ -57,23 +54,15 @@ def embedder_for(embeddings: Any) -> RagasEmbedder:
 
 
 @dataclass
-class SummarySettings:
-    """The options shared by the legacy and the collections metrics, checked once, up front."""
+class SummarySettings(OptionFields):
+    """The options shared by the legacy and the collections metrics, checked once, up front.
+
+    The core's option fields are inherited (:class:`shared.adapter_kit.OptionFields`), not
+    copied; ``embeddings`` (Ragas or LangChain embeddings) is the Ragas way to give ``embedder``.
+    """
 
     sub_score: str = "score"
-    n: int = DEFAULT_N
-    questions: Sequence[str | dict[str, Any]] | None = None
-    beta: float = 1.0
-    combine: str = "fbeta"
-    dimensions: Sequence[str] | None = None
     embeddings: Any = None
-    retries: int = 2
-    cache: bool | str | Path = True
-    concurrency: int = DEFAULT_CONCURRENCY
-    spacy_model: str | None = None
-    density_target: float | None = None
-    density_tolerance: float | None = None
-    coherence_formula: str | None = None
 
     def __post_init__(self) -> None:
         if self.sub_score not in SUB_SCORES:
@@ -97,23 +86,13 @@ class SummarySettings:
         return ScoreOptions.from_kwargs(self.core_kwargs())
 
     def core_kwargs(self) -> dict[str, Any]:
-        """Keyword options for :func:`shared.ascore_summary`."""
-        kwargs: dict[str, Any] = {
-            "n": self.n,
-            "beta": self.beta,
-            "combine": self.combine,
-            "retries": self.retries,
-            "cache": self.cache,
-            "concurrency": self.concurrency,
-        }
-        if self.questions is not None:
-            kwargs["questions"] = self.questions
+        """Keyword options for :func:`shared.ascore_summary` (every core option)."""
+        kwargs: dict[str, Any] = {name: getattr(self, name) for name in OPTION_NAMES}
         if self.dimensions is not None:
             kwargs["dimensions"] = tuple(self.dimensions)
-        for name in ("spacy_model", "density_target", "density_tolerance", "coherence_formula"):
-            if getattr(self, name) is not None:  # None = the core's default
-                kwargs[name] = getattr(self, name)
         if self.embeddings is not None:
+            if self.embedder is not None:
+                raise ValueError("give embeddings (Ragas) or embedder (the core's), not both")
             kwargs["embedder"] = embedder_for(self.embeddings)
         return kwargs
 
@@ -174,14 +153,14 @@ def _required() -> dict[MetricType, set[str]]:
 
 
 @dataclass
-class SummaryQuality(MetricWithLLM, SingleTurnMetric):
+class SummaryQuality(MetricWithLLM, SingleTurnMetric, OptionFields):
     """The summary's F-beta of alignment (precision) and coverage (recall), for ``evaluate()``.
 
-    Options mirror :func:`shared.ascore_summary`: ``n`` questions, user ``questions`` (strings or
-    ``{"question", "importance"}``), ``beta``, ``combine`` ("fbeta" or "min"), which
-    ``dimensions`` to compute (default: the core's, i.e. all; ``[]`` for none, which saves the
-    style call and the spaCy/embedding work), ``retries``, ``cache``, ``concurrency``,
-    ``spacy_model``, ``density_target``, ``density_tolerance``, ``coherence_formula``.
+    Options are the core's (:data:`shared.OPTION_NAMES`, fields inherited from
+    :class:`shared.adapter_kit.OptionFields` with the core's defaults): ``n`` questions, user
+    ``questions`` (strings or ``{"question", "importance"}``), ``beta``, ``combine``, which
+    ``dimensions`` to compute (``[]`` for none, which saves the style call and the
+    spaCy/embedding work), ``retries``, ``cache``, ``concurrency``, ``context_budget``, ...
     ``embeddings`` are Ragas (or LangChain) embeddings for the embedding-based dimensions; the
     core's default embedder is used when they are None. ``evaluate(embeddings=...)`` does not
     reach this metric (Ragas hands embeddings only to its ``MetricWithEmbeddings``, and would
@@ -192,37 +171,14 @@ class SummaryQuality(MetricWithLLM, SingleTurnMetric):
     _required_columns: dict[MetricType, set[str]] = field(default_factory=_required)
     output_type: MetricOutputType | None = MetricOutputType.CONTINUOUS
     sub_score: str = "score"
-    n: int = DEFAULT_N
-    questions: Sequence[str | dict[str, Any]] | None = None
-    beta: float = 1.0
-    combine: str = "fbeta"
-    dimensions: Sequence[str] | None = None
     embeddings: Any = None
-    retries: int = 2
-    cache: bool | str | Path = True
-    concurrency: int = DEFAULT_CONCURRENCY
-    spacy_model: str | None = None
-    density_target: float | None = None
-    density_tolerance: float | None = None
-    coherence_formula: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self._settings = SummarySettings(
             sub_score=self.sub_score,
-            n=self.n,
-            questions=self.questions,
-            beta=self.beta,
-            combine=self.combine,
-            dimensions=self.dimensions,
             embeddings=self.embeddings,
-            retries=self.retries,
-            cache=self.cache,
-            concurrency=self.concurrency,
-            spacy_model=self.spacy_model,
-            density_target=self.density_target,
-            density_tolerance=self.density_tolerance,
-            coherence_formula=self.coherence_formula,
+            **{name: getattr(self, name) for name in OPTION_NAMES},
         )
 
     async def _single_turn_ascore(self, sample: SingleTurnSample, callbacks: Callbacks) -> float:

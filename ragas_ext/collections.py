@@ -11,14 +11,12 @@ collections metrics; use :class:`ragas_ext.SummaryQuality` there.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ragas.metrics.collections.base import BaseMetric
 from ragas.metrics.result import MetricResult
 
-from shared import DEFAULT_CONCURRENCY, DEFAULT_N
+from shared.adapter_kit import ScoreOptionsKwargs, check_names
 
 from ._metrics import DIMENSIONS, SummarySettings
 
@@ -29,9 +27,9 @@ if TYPE_CHECKING:
 class SummaryQuality(BaseMetric):
     """Alignment/coverage F-beta of a summary (or one sub-score), collections style.
 
-    Same options as :class:`ragas_ext.SummaryQuality`; ``sub_score`` picks which number is the
-    value (default the headline ``score``). Like Ragas's own collections metrics it requires an
-    instructor LLM (``llm_factory``).
+    Same options as :class:`ragas_ext.SummaryQuality` (every core option, by keyword);
+    ``sub_score`` picks which number is the value (default the headline ``score``). Like Ragas's
+    own collections metrics it requires an instructor LLM (``llm_factory``).
     """
 
     llm: InstructorBaseRagasLLM
@@ -42,37 +40,12 @@ class SummaryQuality(BaseMetric):
         name: str | None = None,
         *,
         sub_score: str = "score",
-        n: int = DEFAULT_N,
-        questions: Sequence[str | dict[str, Any]] | None = None,
-        beta: float = 1.0,
-        combine: str = "fbeta",
-        dimensions: Sequence[str] | None = None,
         embeddings: Any = None,
-        retries: int = 2,
-        cache: bool | str | Path = True,
-        concurrency: int = DEFAULT_CONCURRENCY,
-        spacy_model: str | None = None,
-        density_target: float | None = None,
-        density_tolerance: float | None = None,
-        coherence_formula: str | None = None,
+        **options: Unpack[ScoreOptionsKwargs],
     ) -> None:
+        check_names(options)
         self.llm = llm  # set before super().__init__, which validates it
-        self.settings = SummarySettings(
-            sub_score=sub_score,
-            n=n,
-            questions=questions,
-            beta=beta,
-            combine=combine,
-            dimensions=dimensions,
-            embeddings=embeddings,
-            retries=retries,
-            cache=cache,
-            concurrency=concurrency,
-            spacy_model=spacy_model,
-            density_target=density_target,
-            density_tolerance=density_tolerance,
-            coherence_formula=coherence_formula,
-        )
+        self.settings = SummarySettings(sub_score=sub_score, embeddings=embeddings, **options)
         default_name = "summary_quality" if sub_score == "score" else f"summary_{sub_score}"
         super().__init__(name=name or default_name, allowed_values=(0.0, 1.0))
 

@@ -2,10 +2,15 @@
 
 Public face: score one or many summaries (``score_summary``/``ascore_summary`` and the batch
 forms), the :class:`Judge` protocol with :class:`OpenAIJudge` and the robust wrappers, and the
-result type :class:`SummaryEvaluation`. Test helpers live in :mod:`shared.testing`.
+result type :class:`SummaryEvaluation`, judge stability over samples (:mod:`shared.stability`),
+the options (:mod:`shared.options`) and the list of sub-scores (:mod:`shared.subscores`). Test
+helpers live in :mod:`shared.testing`; what framework adapters need beyond this lives in
+:mod:`shared.adapter_kit`. Modules with a leading underscore (and :mod:`shared.pipeline`'s
+helpers) are internal.
 """
 
 from ._version import __version__
+from .comparison import Comparison, SubScoreComparison, UnpairedError, compare
 from .dimensions import (
     DIMENSIONS,
     DimensionEvidence,
@@ -13,6 +18,7 @@ from .dimensions import (
     MiniLMEmbedder,
     MissingSpacyModelError,
 )
+from .human_agreement import Agreement, agreement
 from .judge import (
     CachedJudge,
     Judge,
@@ -24,12 +30,18 @@ from .judge import (
     ValidatingJudge,
     robust_judge,
 )
+from .judge_check import JudgeCheck, acheck_judge, check_judge
 from .openai_judge import OpenAIJudge
-from .pipeline import (
+from .options import (
     DEFAULT_CONCURRENCY,
+    DEFAULT_CONTEXT_BUDGET,
     DEFAULT_N,
+    OPTION_NAMES,
     ScoreOptions,
+    ScoreOptionsKwargs,
     UserQuestion,
+)
+from .pipeline import (
     ascore_summaries,
     ascore_summary,
     score_summaries,
@@ -38,16 +50,27 @@ from .pipeline import (
 )
 from .result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
 from .scoring import alignment_ratio, combine_scores, f_beta, weighted_coverage
+from .stability import FlipRate, SubScoreStability, flip_rate, stability
+from .subscores import DIMENSION_NAMES, SUB_SCORE_NAMES, SUB_SCORES, SubScore
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
+    "DEFAULT_CONTEXT_BUDGET",
     "DEFAULT_N",
     "DIMENSIONS",
+    "DIMENSION_NAMES",
+    "OPTION_NAMES",
+    "SUB_SCORES",
+    "SUB_SCORE_NAMES",
+    "Agreement",
     "CachedJudge",
     "ClaimEvidence",
+    "Comparison",
     "DimensionEvidence",
     "Embedder",
+    "FlipRate",
     "Judge",
+    "JudgeCheck",
     "JudgeFailed",
     "JudgeOutputError",
     "LimitedJudge",
@@ -58,18 +81,29 @@ __all__ = [
     "QuestionEvidence",
     "SQLiteStore",
     "ScoreOptions",
+    "ScoreOptionsKwargs",
+    "SubScore",
+    "SubScoreComparison",
+    "SubScoreStability",
     "SummaryEvaluation",
+    "UnpairedError",
     "UserQuestion",
     "ValidatingJudge",
     "__version__",
+    "acheck_judge",
+    "agreement",
     "alignment_ratio",
     "ascore_summaries",
     "ascore_summary",
+    "check_judge",
     "combine_scores",
+    "compare",
     "f_beta",
+    "flip_rate",
     "robust_judge",
     "score_summaries",
     "score_summary",
     "signature",
+    "stability",
     "weighted_coverage",
 ]

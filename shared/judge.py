@@ -161,13 +161,17 @@ class ValidatingJudge(_Wrapper):
         )
 
 
+def validation_summary(exc: ValidationError) -> str:
+    """The first five problems of a pydantic error, as ``field.path: message; ...``."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in err['loc']) or 'reply'}: {err['msg']}"
+        for err in exc.errors()[:5]
+    )
+
+
 def _describe(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
-        parts = [
-            f"{'.'.join(str(p) for p in err['loc']) or 'reply'}: {err['msg']}"
-            for err in exc.errors()[:5]
-        ]
-        return "; ".join(parts)
+        return validation_summary(exc)
     text = str(exc)
     return text if len(text) <= 500 else text[:500] + "…"
 

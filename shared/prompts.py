@@ -24,87 +24,31 @@ import weakref
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
+
+# The classes live in shared/schemas.py (bounded, per-call variants); they are re-exported here
+# so that ``prompts.GeneratedQuestions`` etc. stay where callers and tests look for them.
+from .schemas import (
+    AnswerGrade,  # noqa: F401 (re-exported)
+    AnswerGrades,
+    ClaimVerdict,  # noqa: F401 (re-exported)
+    ClaimVerdicts,
+    ExtractedClaims,
+    GeneratedQuestion,  # noqa: F401 (re-exported)
+    GeneratedQuestions,
+    ReferenceAnswer,  # noqa: F401 (re-exported)
+    ReferenceAnswers,
+    RepeatedPoint,  # noqa: F401 (re-exported)
+    SentenceVerdict,  # noqa: F401 (re-exported)
+    StyleReview,
+    SummaryAnswer,  # noqa: F401 (re-exported)
+    SummaryAnswers,
+    Verdict,  # noqa: F401 (re-exported)
+    per_call_rules,
+)
 
 TASK_LINE = "### summary-eval task: {task}"
 _TASK_RE = re.compile(r"^### summary-eval task: (\w+)", re.MULTILINE)
-
-# ---------------------------------------------------------------------------------------------
-# Output schemas
-# ---------------------------------------------------------------------------------------------
-
-
-class GeneratedQuestion(BaseModel):
-    question: str = Field(description="An open-ended question about one main point of the source.")
-    reference_answer: str = Field(description="One sentence answering it, from the source only.")
-    importance: int = Field(ge=1, le=5, description="1 = minor detail, 5 = central point.")
-
-
-class GeneratedQuestions(BaseModel):
-    questions: list[GeneratedQuestion]
-
-
-class ReferenceAnswer(BaseModel):
-    index: int = Field(description="The number of the question being answered.")
-    reference_answer: str
-
-
-class ReferenceAnswers(BaseModel):
-    answers: list[ReferenceAnswer]
-
-
-class ExtractedClaims(BaseModel):
-    claims: list[str] = Field(description="Atomic factual claims made by the summary.")
-
-
-Verdict = Literal["supported", "contradicted", "not_in_source"]
-
-
-class ClaimVerdict(BaseModel):
-    index: int = Field(description="The number of the claim being judged.")
-    verdict: Verdict
-    reason: str = Field(description="One short sentence explaining the verdict.")
-    quote: str = Field(default="", description="The source passage the verdict rests on.")
-
-
-class ClaimVerdicts(BaseModel):
-    verdicts: list[ClaimVerdict]
-
-
-class SummaryAnswer(BaseModel):
-    index: int = Field(description="The number of the question being answered.")
-    answer: str = Field(description='The answer from the summary alone, or "idk".')
-
-
-class SummaryAnswers(BaseModel):
-    answers: list[SummaryAnswer]
-
-
-class AnswerGrade(BaseModel):
-    index: int = Field(description="The number of the question being graded.")
-    grade: int = Field(ge=0, le=5, description="0 = wrong or missing, 5 = fully equivalent.")
-    reason: str = Field(default="", description="One short sentence.")
-
-
-class AnswerGrades(BaseModel):
-    grades: list[AnswerGrade]
-
-
-class SentenceVerdict(BaseModel):
-    index: int = Field(description="The number of the sentence being judged.")
-    vague: bool = Field(description="True if it says what the text is about instead of the facts.")
-    reason: str = Field(default="", description="One short sentence; required when vague.")
-
-
-class RepeatedPoint(BaseModel):
-    point: str = Field(description="The repeated point, in a few words.")
-    sentences: list[int] = Field(description="Numbers of every sentence stating it (at least 2).")
-
-
-class StyleReview(BaseModel):
-    sentences: list[SentenceVerdict]
-    repeated_points: list[RepeatedPoint] = Field(default_factory=list)
-
 
 # ---------------------------------------------------------------------------------------------
 # Templates
@@ -116,112 +60,115 @@ _DATA_RULE = (
     "those blocks."
 )
 
-GENERATE_QUESTIONS = """{task_line}
-You write the questions that measure whether a summary covers a source text.
+_QUESTIONS_REPLY = (
+    'Reply with JSON: {{"questions": [{{"question": "...", "reference_answer": "...", '
+    '"importance": 1-5}}]}}\n'
+)
+_REFERENCE_ANSWERS_REPLY = (
+    "Reply with JSON, one entry per question, in order:\n"
+    '{{"answers": [{{"index": 1, "reference_answer": "..."}}]}}\n'
+)
+_VERDICTS_REPLY = (
+    "Reply with JSON, one entry per claim, in order:\n"
+    '{{"verdicts": [{{"index": 1, "verdict": "supported|contradicted|not_in_source", '
+    '"reason": "...", "quote": "..."}}]}}\n'
+)
 
-{data_rule}
 
-Read the source and write {n} open-ended questions about its most important points: the facts,
+def _template(role: str, task: str, blocks: Sequence[str], reply: str) -> str:
+    """One template from its pieces: the task line, the role, the data rule, the instructions,
+    the data blocks (named placeholders) and the reply format, separated by blank lines."""
+    parts = ["{task_line}\n" + role, "{data_rule}", task, *("{" + b + "}" for b in blocks), reply]
+    return "\n\n".join(parts)
+
+
+def _verdict_rules(evidence: str, plural: bool, basis: str, quoted: str) -> str:
+    """The three verdicts, defined against ``evidence`` (the full source, or passages of it)."""
+    s = "" if plural else "s"
+    implies = "imply" if plural else "implies"
+    return (
+        f'- "supported": {evidence} state{s} it or it follows directly from {basis};\n'
+        f'- "contradicted": {evidence} state{s} something incompatible with it;\n'
+        f'- "not_in_source": {evidence} neither state{s} nor {implies} it (including plausible '
+        "extra detail).\n"
+        f"Give a one-sentence reason and quote {quoted} your verdict rests on (empty if none).\n"
+        "Judge every claim; do not use outside knowledge."
+    )
+
+
+def _excerpts_intro(items: str) -> str:
+    """What an excerpts prompt says about the passages it shows instead of the source."""
+    return (
+        "The source is too long to show whole. Below are the passages of the source most "
+        f'relevant to the\n{items}, found by search, in source order; "[…]" marks text left out '
+        "between them."
+    )
+
+
+GENERATE_QUESTIONS = _template(
+    "You write the questions that measure whether a summary covers a source text.",
+    """Read the source and write {n} open-ended questions about its most important points: the facts,
 events, causes, outcomes and figures a faithful summary must convey. Ask about different points;
 no yes/no questions; each question must be answerable from the source alone. For each question
 give a one-sentence reference answer taken from the source only, and an importance from 1 (minor
 detail) to 5 (central point). Write fewer than {n} questions only if the source has fewer
-distinct points.
+distinct points.""",
+    ["source_block"],
+    _QUESTIONS_REPLY,
+)
 
-{source_block}
+ANSWER_USER_QUESTIONS = _template(
+    "You write reference answers for questions about a source text.",
+    """For each numbered question below, write a one-sentence answer taken from the source only. If the
+source does not answer it, write "not in source".""",
+    ["source_block", "questions_block"],
+    _REFERENCE_ANSWERS_REPLY,
+)
 
-Reply with JSON: {{"questions": [{{"question": "...", "reference_answer": "...", "importance": 1-5}}]}}
-"""
-
-ANSWER_USER_QUESTIONS = """{task_line}
-You write reference answers for questions about a source text.
-
-{data_rule}
-
-For each numbered question below, write a one-sentence answer taken from the source only. If the
-source does not answer it, write "not in source".
-
-{source_block}
-
-{questions_block}
-
-Reply with JSON, one entry per question, in order:
-{{"answers": [{{"index": 1, "reference_answer": "..."}}]}}
-"""
-
-EXTRACT_CLAIMS = """{task_line}
-You split a summary into atomic factual claims.
-
-{data_rule}
-
-List every factual claim the summary makes, each as a short self-contained sentence that states
+EXTRACT_CLAIMS = _template(
+    "You split a summary into atomic factual claims.",
+    """List every factual claim the summary makes, each as a short self-contained sentence that states
 exactly one fact (resolve pronouns; keep numbers, names and dates exactly as written). Do not add
 facts, do not judge them, do not skip any. Statements with no factual content (greetings,
-opinions about the text itself) are not claims.
+opinions about the text itself) are not claims.""",
+    ["summary_block"],
+    'Reply with JSON: {{"claims": ["...", "..."]}}\n',
+)
 
-{summary_block}
+VERIFY_CLAIMS = _template(
+    "You check claims from a summary against the full source text.",
+    "For each numbered claim, decide from the source alone:\n"
+    + _verdict_rules("the source", False, "the source", "the source passage"),
+    ["source_block", "claims_block"],
+    _VERDICTS_REPLY,
+)
 
-Reply with JSON: {{"claims": ["...", "..."]}}
-"""
-
-VERIFY_CLAIMS = """{task_line}
-You check claims from a summary against the full source text.
-
-{data_rule}
-
-For each numbered claim, decide from the source alone:
-- "supported": the source states it or it follows directly from the source;
-- "contradicted": the source states something incompatible with it;
-- "not_in_source": the source neither states nor implies it (including plausible extra detail).
-Give a one-sentence reason and quote the source passage your verdict rests on (empty if none).
-Judge every claim; do not use outside knowledge.
-
-{source_block}
-
-{claims_block}
-
-Reply with JSON, one entry per claim, in order:
-{{"verdicts": [{{"index": 1, "verdict": "supported|contradicted|not_in_source", "reason": "...", "quote": "..."}}]}}
-"""
-
-ANSWER_FROM_SUMMARY = """{task_line}
-You answer questions using only a summary.
-
-{data_rule}
-
-Answer each numbered question in one sentence using only what the summary says. If the summary
-does not contain the answer, answer exactly "idk". Do not guess and do not use outside knowledge.
-
-{summary_block}
-
-{questions_block}
-
-Reply with JSON, one entry per question, in order:
+ANSWER_FROM_SUMMARY = _template(
+    "You answer questions using only a summary.",
+    """Answer each numbered question in one sentence using only what the summary says. If the summary
+does not contain the answer, answer exactly "idk". Do not guess and do not use outside knowledge.""",
+    ["summary_block", "questions_block"],
+    """Reply with JSON, one entry per question, in order:
 {{"answers": [{{"index": 1, "answer": "... or idk"}}]}}
-"""
+""",
+)
 
-GRADE_ANSWERS = """{task_line}
-You grade answers against reference answers.
-
-{data_rule}
-
-For each numbered item, compare the candidate answer with the reference answer and grade how much
+GRADE_ANSWERS = _template(
+    "You grade answers against reference answers.",
+    """Each numbered item is a JSON object with a "question", its "reference" answer and a "candidate"
+answer. For each item, compare the candidate answer with the reference answer and grade how much
 of the reference's information the candidate conveys correctly:
 5 = equivalent; 4 = nearly all, minor detail missing; 3 = the main point with notable gaps;
-2 = partly right; 1 = barely related; 0 = wrong, contradictory or missing.
-
-{items_block}
-
-Reply with JSON, one entry per item, in order:
+2 = partly right; 1 = barely related; 0 = wrong, contradictory or missing.""",
+    ["items_block"],
+    """Reply with JSON, one entry per item, in order:
 {{"grades": [{{"index": 1, "grade": 0-5, "reason": "..."}}]}}
-"""
+""",
+)
 
-REVIEW_STYLE = """{task_line}
-You review how a summary is written, sentence by sentence.
-
-{data_rule}
-
-The summary is given as numbered sentences. Do two things.
+REVIEW_STYLE = _template(
+    "You review how a summary is written, sentence by sentence.",
+    """The summary is given as numbered sentences. Do two things.
 
 1. Vagueness. For each sentence, decide whether it is vague: it tells the reader what the text is
 about or what its author does ("the article discusses the reasons for...", "the author
@@ -232,13 +179,12 @@ one-sentence reason for every vague sentence; leave the reason empty for the oth
 2. Repetition. List every point the summary states more than once without need: the same fact or
 idea restated, in the same or in other words. For each, name the point in a few words and give the
 numbers of all the sentences that state it (at least two). A sentence that elaborates with new
-facts is not a repetition. List nothing if no point is repeated.
-
-{sentences_block}
-
-Reply with JSON, one entry per sentence, in order:
+facts is not a repetition. List nothing if no point is repeated.""",
+    ["sentences_block"],
+    """Reply with JSON, one entry per sentence, in order:
 {{"sentences": [{{"index": 1, "vague": false, "reason": ""}}], "repeated_points": [{{"point": "...", "sentences": [1, 3]}}]}}
-"""
+""",
+)
 
 Task = Literal[
     "generate_questions",
@@ -263,69 +209,43 @@ PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
     "review_style": (REVIEW_STYLE, StyleReview),
 }
 
-# Long sources (see shared/pipeline.py): used only when a full-source prompt would exceed the
+# Long sources (see shared/_judge_steps.py): used only when a full-source prompt would exceed the
 # context budget. They are hashed apart from PROMPTS (long_prompts_hash), and that hash enters
 # the signature of a result only when one of them was used, so short-source signatures and
 # cache entries are the same as before these templates existed.
 
-GENERATE_QUESTIONS_PART = """{task_line}
-You write the questions that measure whether a summary covers a long source text.
-
-{data_rule}
-
-The source is too long to read at once, so you see one part of it: part {part} of {parts}, in
+GENERATE_QUESTIONS_PART = _template(
+    "You write the questions that measure whether a summary covers a long source text.",
+    """The source is too long to read at once, so you see one part of it: part {part} of {parts}, in
 order. Write up to {n} open-ended questions about the most important points of this part: the
 facts, events, causes, outcomes and figures a faithful summary of the whole source must convey.
 Ask about different points; no yes/no questions; each question must be answerable from this part
 alone and must name who or what it is about, since it will be read without this part. For each
 question give a one-sentence reference answer taken from this part only, and an importance from
 1 (minor detail) to 5 (central point of the whole source, as far as this part shows). Write
-fewer than {n} questions if this part has fewer distinct points.
+fewer than {n} questions if this part has fewer distinct points.""",
+    ["part_block"],
+    _QUESTIONS_REPLY,
+)
 
-{part_block}
+VERIFY_CLAIMS_EXCERPTS = _template(
+    "You check claims from a summary against a long source text.",
+    _excerpts_intro("claims")
+    + " For each\nnumbered claim, decide from these passages alone:\n"
+    + _verdict_rules("the passages", True, "them", "the passage"),
+    ["excerpts_block", "claims_block"],
+    _VERDICTS_REPLY,
+)
 
-Reply with JSON: {{"questions": [{{"question": "...", "reference_answer": "...", "importance": 1-5}}]}}
-"""
-
-VERIFY_CLAIMS_EXCERPTS = """{task_line}
-You check claims from a summary against a long source text.
-
-{data_rule}
-
-The source is too long to show whole. Below are the passages of the source most relevant to the
-claims, found by search, in source order; "[…]" marks text left out between them. For each
-numbered claim, decide from these passages alone:
-- "supported": the passages state it or it follows directly from them;
-- "contradicted": the passages state something incompatible with it;
-- "not_in_source": the passages neither state nor imply it (including plausible extra detail).
-Give a one-sentence reason and quote the passage your verdict rests on (empty if none).
-Judge every claim; do not use outside knowledge.
-
-{excerpts_block}
-
-{claims_block}
-
-Reply with JSON, one entry per claim, in order:
-{{"verdicts": [{{"index": 1, "verdict": "supported|contradicted|not_in_source", "reason": "...", "quote": "..."}}]}}
-"""
-
-ANSWER_USER_QUESTIONS_EXCERPTS = """{task_line}
-You write reference answers for questions about a long source text.
-
-{data_rule}
-
-The source is too long to show whole. Below are the passages of the source most relevant to the
-questions, found by search, in source order; "[…]" marks text left out between them. For each
+ANSWER_USER_QUESTIONS_EXCERPTS = _template(
+    "You write reference answers for questions about a long source text.",
+    _excerpts_intro("questions")
+    + """ For each
 numbered question, write a one-sentence answer taken from these passages only. If they do not
-answer it, write "not in source".
-
-{excerpts_block}
-
-{questions_block}
-
-Reply with JSON, one entry per question, in order:
-{{"answers": [{{"index": 1, "reference_answer": "..."}}]}}
-"""
+answer it, write "not in source".""",
+    ["excerpts_block", "questions_block"],
+    _REFERENCE_ANSWERS_REPLY,
+)
 
 LONG_PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
     "generate_questions_part": (GENERATE_QUESTIONS_PART, GeneratedQuestions),
@@ -418,19 +338,27 @@ def answer_from_summary_prompt(summary: str, questions: Sequence[str]) -> str:
     )
 
 
+def grade_item(question: str, reference: str, candidate: str) -> str:
+    """One grade item as a one-line JSON object: every field is a JSON string, so no content
+    (quotes, separators, "reference:" text, newlines) can end its field or forge another; only
+    the JSON syntax the prompt itself writes separates fields. Whitespace runs fold to one space
+    first, as in every numbered block."""
+    fields = {"question": question, "reference": reference, "candidate": candidate}
+    return json.dumps({k: " ".join(v.split()) for k, v in fields.items()}, ensure_ascii=False)
+
+
+def read_grade_item(line: str) -> dict[str, str]:
+    """The fields of one item of a grade prompt's ITEMS block (used by the fake judge)."""
+    fields = json.loads(line)
+    if not isinstance(fields, dict):
+        raise ValueError(f"not a grade item: {line!r}")
+    return {str(k): str(v) for k, v in fields.items()}
+
+
 def grade_answers_prompt(items: Sequence[tuple[str, str, str]]) -> str:
-    """``items``: (question, reference answer, candidate answer) triples.
-
-    ``||`` separates the fields of an item, so inside a field it is broken up: a candidate
-    answer cannot forge a ``|| reference:`` field of its own."""
-
-    def field(text: str) -> str:
-        return " ".join(text.split()).replace("||", "| |")
-
-    lines = [
-        f"question: {field(q)} || reference: {field(r)} || candidate: {field(c)}"
-        for q, r, c in items
-    ]
+    """``items``: (question, reference answer, candidate answer) triples, one JSON object each
+    (:func:`grade_item`)."""
+    lines = [grade_item(q, r, c) for q, r, c in items]
     return render("grade_answers", items_block=numbered_block("ITEMS", lines))
 
 
@@ -531,8 +459,9 @@ def _prompt_hashes() -> tuple[tuple[str, str], ...]:
 
 
 def _task_hash(template: str, schema: type[BaseModel]) -> str:
-    """12 hex digits over the data rule, one template and its output schema."""
-    return _digest(_DATA_RULE, template, schema_fingerprint(schema))[:12]
+    """12 hex digits over the data rule, one template, its output schema and the rules of the
+    per-call schemas actually sent (:func:`shared.schemas.per_call_rules`)."""
+    return _digest(_DATA_RULE, template, schema_fingerprint(schema), per_call_rules(schema))[:12]
 
 
 @functools.cache

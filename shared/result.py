@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from .dimensions.evidence import DimensionEvidence
 from .prompts import Verdict
+from .subscores import SUB_SCORE_NAMES
 
 
 class QuestionEvidence(BaseModel):
@@ -42,9 +43,9 @@ class SummaryEvaluation(BaseModel):
     reason in ``dimension_evidence`` without unscoring the result.
     """
 
-    score: float | None
-    alignment: float | None
-    coverage: float | None
+    score: float | None = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    alignment: float | None = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    coverage: float | None = Field(ge=0.0, le=1.0, allow_inf_nan=False)
     error: str | None = None
     reason: str = ""
     questions: list[QuestionEvidence] = Field(default_factory=list)
@@ -58,6 +59,12 @@ class SummaryEvaluation(BaseModel):
     """Per text-quality dimension: its score, the reason (or why it is None), the raw evidence.
     A dimension switched off by the ``dimensions`` option has no entry (None)."""
     signature: str = ""
+    sample_scores: list[dict[str, float | None]] = Field(default_factory=list)
+    """With ``samples=k > 1``: each judge sample's sub-scores, in sample order (the sub-scores
+    above are their means). Empty for a single-sample run."""
+    spread: dict[str, float | None] = Field(default_factory=dict)
+    """With ``samples=k > 1``: the standard deviation over samples of each sub-score (None where
+    fewer than two samples have a value). Empty for a single-sample run."""
 
     @property
     def scored(self) -> bool:
@@ -65,21 +72,19 @@ class SummaryEvaluation(BaseModel):
 
     def sub_scores(self) -> dict[str, float | None]:
         """The headline score and every sub-score by name (what adapters put in columns)."""
-        return {
-            "score": self.score,
-            "alignment": self.alignment,
-            "coverage": self.coverage,
-            "density": self.density,
-            "specificity": self.specificity,
-            "non_redundancy": self.non_redundancy,
-            "coherence": self.coherence,
-            "conciseness": self.conciseness,
-        }
+        return {name: getattr(self, name) for name in SUB_SCORE_NAMES}
+
+    def spread_columns(self) -> dict[str, float | None]:
+        """``<sub-score>_sd`` for every sub-score, when the result has samples; else empty."""
+        if not self.sample_scores:
+            return {}
+        return {f"{name}_sd": self.spread.get(name) for name in SUB_SCORE_NAMES}
 
     def to_row(self) -> dict[str, Any]:
         """A flat dict for tables: sub-scores, reason, error, signature."""
         return {
             **self.sub_scores(),
+            **self.spread_columns(),
             "reason": self.reason,
             "error": self.error,
             "signature": self.signature,

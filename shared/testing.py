@@ -3,7 +3,9 @@
 - :class:`FakeJudge`: a deterministic judge. Script answers per schema (or task), or let it
   answer every prompt of this project plausibly from the texts inside the prompt: questions from
   the source's sentences, claims from the summary's sentences, verdicts and grades from word
-  overlap. It records every prompt it receives.
+  overlap. It records every prompt it receives. ``FakeJudge(vary_by_seed=True)`` lowers its
+  default grades by an amount that depends on the request's seed, so judge samples
+  (``samples=k``) disagree as a sampled LLM would.
 - :func:`stub_server`: an OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 that answers
   through a FakeJudge, so the real ``openai`` client path (and anything built on it: ragas
   ``llm_factory``, DeepEval models, the CLI) runs offline.
@@ -24,6 +26,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from . import prompts as p
+from . import schemas as sch
 from .judge import JudgeOutputError
 
 T = TypeVar("T", bound=BaseModel)
@@ -78,6 +81,11 @@ class FakeJudge:
     ``script`` maps a schema class, a schema name or a task name to one scripted answer or a list
     of them (used in order; afterwards the default answer applies). ``prompts`` records
     ``(schema name, prompt)`` for every call; ``calls`` counts calls per schema name.
+
+    ``vary_by_seed``: a call made with a seed (a judge sample's, through :meth:`with_sample`, or
+    a stub-server request's ``seed``) gets its default grades lowered by ``(seed + item) % 3``
+    points (at least 0), a deterministic stand-in for sampling noise; ``seeds`` records the seed
+    of every call (None without one). Without it the fake ignores seeds and every sample agrees.
     """
 
     def __init__(
@@ -86,9 +94,12 @@ class FakeJudge:
         *,
         model_id: str = "fake-judge",
         latency: float = 0.0,
+        vary_by_seed: bool = False,
     ) -> None:
         self.model_id = model_id
         self.latency = latency
+        self.vary_by_seed = vary_by_seed
+        self.seeds: list[int | None] = []
         self.prompts: list[tuple[str, str]] = []
         self.calls: collections.Counter[str] = collections.Counter()
         self._script: dict[str, collections.deque[Scripted]] = {}
@@ -108,10 +119,15 @@ class FakeJudge:
         name = schema if isinstance(schema, str) else schema.__name__
         return [prompt for n, prompt in self.prompts if n == name]
 
-    async def generate(self, prompt: str, schema: type[T]) -> T:
+    def with_sample(self, index: int, seed: int) -> FakeJudge | _SeededFake:
+        """The core's hook for judge samples: with ``vary_by_seed``, a view of this fake that
+        answers with ``seed`` (recording into this fake); otherwise this fake itself."""
+        return _SeededFake(self, seed) if self.vary_by_seed else self
+
+    async def generate(self, prompt: str, schema: type[T], *, seed: int | None = None) -> T:
         if self.latency:
             await asyncio.sleep(self.latency)
-        answer = self._answer(prompt, schema)
+        answer = self._answer(prompt, schema, seed)
         if isinstance(answer, str):
             try:
                 return schema.model_validate_json(answer)
@@ -119,19 +135,24 @@ class FakeJudge:
                 raise JudgeOutputError(f"invalid {schema.__name__} JSON: {exc}", answer) from exc
         return answer
 
-    def answer_text(self, prompt: str, schema: type[BaseModel]) -> str:
+    def answer_text(self, prompt: str, schema: type[BaseModel], seed: int | None = None) -> str:
         """The answer as the text a server would send (scripted raw text passes unchanged)."""
-        answer = self._answer(prompt, schema)
+        answer = self._answer(prompt, schema, seed)
         return answer if isinstance(answer, str) else answer.model_dump_json()
 
-    def _answer(self, prompt: str, schema: type[T]) -> T | str:
+    def _answer(self, prompt: str, schema: type[T], seed: int | None = None) -> T | str:
         with self._lock:
             self.prompts.append((schema.__name__, prompt))
             self.calls[schema.__name__] += 1
+            self.seeds.append(seed)
             queue = self._script.get(schema.__name__)
             scripted = queue.popleft() if queue else None
         if scripted is None:
-            return default_answer(prompt, schema)
+            answer = default_answer(prompt, schema)
+            if self.vary_by_seed and seed is not None and isinstance(answer, p.AnswerGrades):
+                for item, grade in enumerate(answer.grades):
+                    grade.grade = max(0, grade.grade - (seed + item) % 3)
+            return answer
         if callable(scripted) and not isinstance(scripted, type | BaseModel):
             scripted = scripted(prompt)
         if isinstance(scripted, Exception):
@@ -147,6 +168,22 @@ class FakeJudge:
                 else schema.model_validate(scripted.model_dump())
             )
         raise TypeError(f"cannot use scripted answer {scripted!r} for {schema.__name__}")
+
+
+class _SeededFake:
+    """A :class:`FakeJudge` answering with one seed (what its ``with_sample`` returns)."""
+
+    def __init__(self, fake: FakeJudge, seed: int) -> None:
+        self.fake = fake
+        self.seed = seed
+        self.model_id = fake.model_id
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return {"seed": self.seed}
+
+    async def generate(self, prompt: str, schema: type[T]) -> T:
+        return await self.fake.generate(prompt, schema, seed=self.seed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,6 +228,8 @@ def minimal_instance(json_schema: dict[str, Any]) -> Any:
             props = node.get("properties", {})
             return {name: build(props[name]) for name in node.get("required", [])}
         if kind == "array":
+            if node.get("prefixItems"):  # a tuple: one value per position
+                return [build(item) for item in node["prefixItems"]]
             return [build(node.get("items", {})) for _ in range(node.get("minItems", 0))]
         if kind == "string":
             return "x" * node.get("minLength", 1)
@@ -204,6 +243,11 @@ def minimal_instance(json_schema: dict[str, Any]) -> Any:
     return build(json_schema)
 
 
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut to a schema's ``maxLength`` (the fake copies whole source sentences)."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def _generate_questions(prompt: str) -> dict:
     source = p.read_block(prompt, "SOURCE") or p.read_block(prompt, "PART") or ""
     match = re.search(r"write (?:up to )?(\d+) open-ended questions", prompt, re.IGNORECASE)
@@ -214,8 +258,8 @@ def _generate_questions(prompt: str) -> dict:
         topic = " ".join(words) or sentence[:30]
         questions.append(
             {
-                "question": f"What does the source say about {topic}?",
-                "reference_answer": sentence,
+                "question": _clip(f"What does the source say about {topic}?", sch.QUESTION_CHARS),
+                "reference_answer": _clip(sentence, sch.ANSWER_CHARS),
                 "importance": max(1, 5 - i),
             }
         )
@@ -237,13 +281,15 @@ def _answer_user_questions(prompt: str) -> dict:
     answers = []
     for i, question in enumerate(p.read_numbered_block(prompt, "QUESTIONS"), start=1):
         best, hits = _best_sentence(content_words(question), source_sentences)
-        answers.append({"index": i, "reference_answer": best if hits else "not in source"})
+        answer = _clip(best, sch.ANSWER_CHARS) if hits else "not in source"
+        answers.append({"index": i, "reference_answer": answer})
     return {"answers": answers}
 
 
 def _extract_claims(prompt: str) -> dict:
     summary = p.read_block(prompt, "SUMMARY") or ""
-    return {"claims": [s for s in sentences(summary) if content_words(s)]}
+    found = [_clip(c, sch.CLAIM_CHARS) for c in sentences(summary) if content_words(c)]
+    return {"claims": found[: sch.max_claims(summary)]}
 
 
 def _verify_claims(prompt: str) -> dict:
@@ -264,7 +310,14 @@ def _verify_claims(prompt: str) -> dict:
         else:
             verdict, reason = "not_in_source", f"only {share:.0%} of its words appear in the source"
             quote = ""
-        verdicts.append({"index": i, "verdict": verdict, "reason": reason, "quote": quote})
+        verdicts.append(
+            {
+                "index": i,
+                "verdict": verdict,
+                "reason": reason,
+                "quote": _clip(quote, sch.QUOTE_CHARS),
+            }
+        )
     return {"verdicts": verdicts}
 
 
@@ -273,16 +326,14 @@ def _answer_from_summary(prompt: str) -> dict:
     answers = []
     for i, question in enumerate(p.read_numbered_block(prompt, "QUESTIONS"), start=1):
         best, hits = _best_sentence(content_words(question), summary_sentences)
-        answers.append({"index": i, "answer": best if hits else "idk"})
+        answers.append({"index": i, "answer": _clip(best, sch.ANSWER_CHARS) if hits else "idk"})
     return {"answers": answers}
 
 
 def _grade_answers(prompt: str) -> dict:
     grades = []
     for i, item in enumerate(p.read_numbered_block(prompt, "ITEMS"), start=1):
-        fields = dict(
-            part.strip().split(": ", 1) for part in item.split(" || ") if ": " in part.strip()
-        )
+        fields = p.read_grade_item(item)
         reference = content_words(fields.get("reference", ""))
         candidate = set(content_words(fields.get("candidate", "")))
         share = _overlap(reference, candidate)
@@ -322,7 +373,12 @@ def _review_style(prompt: str) -> dict:
         if group:
             claimed.update(group)
             point = " ".join(sorted(words[i] & words[group[0]])[:6])
-            points.append({"point": point, "sentences": [i + 1] + [j + 1 for j in group]})
+            points.append(
+                {
+                    "point": _clip(point, sch.POINT_CHARS),
+                    "sentences": [i + 1] + [j + 1 for j in group],
+                }
+            )
     return {"sentences": verdicts, "repeated_points": points}
 
 
@@ -365,13 +421,22 @@ def stub_server(
     fail_first: int = 0,
     fail_status: int = 429,
     schemas: Sequence[type[BaseModel]] = (),
+    refuse_json_schema: bool = False,
+    context_window: int | None = None,
 ) -> Iterator[StubURL]:
-    """Serve ``/v1/chat/completions`` on 127.0.0.1 (a free port) through ``judge``.
+    """Serve ``/v1/chat/completions`` (and ``GET /v1/models``) on 127.0.0.1 (a free port)
+    through ``judge``.
 
     ``fail_first`` requests get HTTP ``fail_status`` (429 or 5xx) before any is answered, to
     exercise client retries. The schema of a request is taken from its JSON-schema
     ``response_format`` name, from the task line of one of this project's prompts, or from
     ``schemas`` (extra models, matched by name in the request). Yields the base URL.
+
+    Opt-in imitations of real servers: ``refuse_json_schema`` answers a ``json_schema``
+    ``response_format`` with HTTP 500 naming it, as llama-cpp-python's server does (it takes
+    only ``text`` or ``json_object``, the schema under ``response_format.schema``).
+    ``context_window`` publishes that size at ``GET /props`` as llama.cpp does, and counts at
+    most that many prompt tokens, as a server that silently cuts longer prompts does (Ollama).
     """
     fake = judge if judge is not None else FakeJudge()
     known = {**_SCHEMAS_BY_NAME, **{s.__name__: s for s in schemas}}
@@ -394,6 +459,16 @@ def stub_server(
             self.end_headers()
             self.wfile.write(body)
 
+        def do_GET(self) -> None:
+            path = self.path.rstrip("/")
+            if path.endswith("/models"):
+                model = {"id": fake.model_id, "object": "model", "owned_by": "stub"}
+                self._send(200, {"object": "list", "data": [model]})
+            elif path == "/props" and context_window is not None:
+                self._send(200, {"default_generation_settings": {"n_ctx": context_window}})
+            else:
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
             try:
@@ -412,19 +487,42 @@ def stub_server(
             if fail:
                 self._send(fail_status, {"error": {"message": "stub: simulated failure"}})
                 return
+            response_format = request.get("response_format") or {}
+            if refuse_json_schema and response_format.get("type") == "json_schema":
+                message = (
+                    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
+                    "  Input should be 'text' or 'json_object' [type=literal_error, "
+                    "input_value='json_schema', input_type=str]"
+                )
+                self._send(500, {"error": {"message": message, "type": "internal_server_error"}})
+                return
             messages = request.get("messages", [])
             prompt = "\n\n".join(
                 _message_text(m.get("content")) for m in messages if m.get("role") == "user"
             )
             schema = _schema_for(request, prompt, known)
-            if schema is None:
+            sent_schema = (response_format.get("json_schema") or {}).get(
+                "schema"
+            ) or response_format.get("schema")
+            if schema is None and isinstance(sent_schema, dict):
+                # a schema the fake has no builder for (a probe's): its smallest valid instance
+                content = json.dumps(minimal_instance(sent_schema))
+            elif schema is None:
                 self._send(400, {"error": {"message": "stub: cannot tell which schema to answer"}})
                 return
-            try:
-                content = fake.answer_text(prompt, schema)
-            except Exception as exc:  # a scripted exception: the server fails this request
-                self._send(500, {"error": {"message": f"stub: {exc}"}})
-                return
+            else:
+                try:
+                    seed = request.get("seed")
+                    if getattr(fake, "vary_by_seed", False) and isinstance(seed, int):
+                        content = fake.answer_text(prompt, schema, seed)
+                    else:  # subclasses that override answer_text(prompt, schema) keep working
+                        content = fake.answer_text(prompt, schema)
+                except Exception as exc:  # a scripted exception: the server fails this request
+                    self._send(500, {"error": {"message": f"stub: {exc}"}})
+                    return
+            prompt_tokens = sum(len(_message_text(m.get("content"))) for m in messages) // 4
+            if context_window is not None:
+                prompt_tokens = min(prompt_tokens, context_window)
             self._send(
                 200,
                 {
@@ -440,8 +538,7 @@ def stub_server(
                         }
                     ],
                     "usage": {
-                        "prompt_tokens": sum(len(_message_text(m.get("content"))) for m in messages)
-                        // 4,
+                        "prompt_tokens": prompt_tokens,
                         "completion_tokens": len(content) // 4,
                         "total_tokens": 0,
                     },

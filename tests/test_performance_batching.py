@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import shared.pipeline as pipeline
+import shared.dimensions.batching as batching
 from shared import ascore_summary
 from shared import prompts as p
 from shared.dimensions import MiniLMEmbedder, load_pipeline
@@ -47,13 +47,13 @@ class CountingEmbedder:
 def parsed_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Sizes of the spaCy batches the shared analyser runs."""
     sizes: list[int] = []
-    real = pipeline.analyse_spacy
+    real = batching.analyse_spacy
 
     def counting(texts: Sequence[str], settings: Any) -> Any:
         sizes.append(len(texts))
         return real(texts, settings)
 
-    monkeypatch.setattr(pipeline, "analyse_spacy", counting)
+    monkeypatch.setattr(batching, "analyse_spacy", counting)
     load_pipeline()  # loaded, so no call takes the check_available thread hop
     return sizes
 
@@ -113,7 +113,7 @@ def test_the_registry_is_emptied_and_embedders_never_share_a_batch(
         jobs = [ascore_summary(SOURCE, s, judge=None, embedder=first) for s in SUMMARIES[:3]]
         jobs += [ascore_summary(SOURCE, s, judge=None, embedder=second) for s in SUMMARIES[3:]]
         out = await asyncio.gather(*jobs)
-        seen["open"] = len(pipeline.SharedAnalyser._open.get(asyncio.get_running_loop(), {}))
+        seen["open"] = len(batching.SharedAnalyser._open.get(asyncio.get_running_loop(), {}))
         return out
 
     results = asyncio.run(run())

@@ -121,7 +121,8 @@ def test_seed_example_exact_scores_and_evidence(seed: tuple[str, str]) -> None:
         "StyleReview": 1,  # the text-quality dimensions' one call
     }
     grade_prompt = judge.prompts_for(p.AnswerGrades)[0]
-    assert p.read_numbered_block(grade_prompt, "ITEMS")[2].startswith("question: What extra")
+    third = p.read_grade_item(p.read_numbered_block(grade_prompt, "ITEMS")[2])
+    assert third["question"].startswith("What extra")
     assert len(p.read_numbered_block(grade_prompt, "ITEMS")) == 3
     assert "Coverage: 2/4 questions fully answered" in result.reason
     assert "When are the reminders sent?" in result.reason
@@ -179,7 +180,8 @@ def test_invalid_output_is_retried_with_the_error_fed_back(seed: tuple[str, str]
     assert len(sent) == 3
     assert "could not be used" not in sent[0]
     assert "Your previous reply could not be used: invalid ClaimVerdicts JSON" in sent[1]
-    assert "expected one verdict for each of indices 1..6, got indices [1]" in sent[2]
+    # the per-call schema fixes the count: one verdict for six claims fails validation
+    assert "verdicts.1: Field required" in sent[2]  # positions 2..6 (0-based 1..5) missing
 
 
 def test_still_invalid_after_retries_is_unscored_not_zero(seed: tuple[str, str]) -> None:

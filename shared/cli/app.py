@@ -31,6 +31,8 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from .. import SUB_SCORES, ScoreOptions, flip_rate, stability
+from ..adapter_kit import DEFAULTS, JUDGE_ONLY, option_help
 from .inputs import Columns, InputError, detect_format, read_rows
 from .report import ReportInfo, write_report
 from .results import (
@@ -42,6 +44,7 @@ from .results import (
     detect_result_format,
     read_results,
     score_keys,
+    spread_keys,
 )
 from .runner import plan_run, score_rows
 
@@ -109,6 +112,7 @@ def build_judge(
     retries: int,
     concurrency: int,
     cache: Path | None,
+    timeout: float = 120.0,
 ) -> tuple[Any, str]:
     """The wrapped OpenAI-compatible judge and its description, or (None, why there is none)."""
     env_configured = bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
@@ -120,15 +124,25 @@ def build_judge(
     from ..openai_judge import OpenAIJudge
 
     try:
-        inner = OpenAIJudge(model, base_url=base_url)
+        inner = OpenAIJudge(model, base_url=base_url, timeout=timeout)
     except ValueError as exc:
         raise _usage_error(f"cannot configure the judge: {exc}") from None
     where = str(inner.client.base_url).rstrip("/")
+    from .check_judge import ensure_reachable
+
+    problem = ensure_reachable(where, inner.client.api_key, timeout)
+    if problem:
+        raise _usage_error(f"the judge is not reachable: {problem}")
     judge = robust_judge(
         inner, retries=retries, cache=cache if cache is not None else False, concurrency=concurrency
     )
     cache_text = f"cache {cache}" if cache is not None else "no cache"
     return judge, f"{inner.model_id} at {where} ({cache_text})"
+
+
+def _core(name: str, *flags: str, **kwargs: Any) -> Any:
+    """The flag of core option ``name``, with the help declared in :mod:`shared.options`."""
+    return typer.Option(*flags, help=option_help(name), **kwargs)
 
 
 @app.command()
@@ -173,17 +187,31 @@ def score(
     no_judge: Annotated[
         bool, typer.Option("--no-judge", help="Score only what needs no judge, even if one is set.")
     ] = False,
-    n: Annotated[int, typer.Option("--n", help="Questions generated per source.")] = 10,
-    beta: Annotated[float, typer.Option(help="F-beta weight of coverage over alignment.")] = 1.0,
-    combine: Annotated[str, typer.Option(help="fbeta or min (DeepEval's rule).")] = "fbeta",
+    n: Annotated[int, _core("n", "--n")] = DEFAULTS.n,
+    beta: Annotated[float, _core("beta")] = DEFAULTS.beta,
+    combine: Annotated[str, _core("combine")] = DEFAULTS.combine,
     dimensions: Annotated[
         str | None,
         typer.Option(help="Comma-separated text dimensions to compute (default: all)."),
     ] = None,
     concurrency: Annotated[
         int, typer.Option(min=1, help="Rows scored at once, and judge calls in flight at most.")
-    ] = 8,
-    retries: Annotated[int, typer.Option(min=0, help="Retries of an invalid judge reply.")] = 2,
+    ] = DEFAULTS.concurrency,
+    retries: Annotated[int, _core("retries", min=0)] = DEFAULTS.retries,
+    spacy_model: Annotated[str, _core("spacy_model")] = DEFAULTS.spacy_model,
+    density_target: Annotated[float, _core("density_target")] = DEFAULTS.density_target,
+    density_tolerance: Annotated[float, _core("density_tolerance")] = DEFAULTS.density_tolerance,
+    coherence_formula: Annotated[str, _core("coherence_formula")] = DEFAULTS.coherence_formula,
+    context_budget: Annotated[int, _core("context_budget")] = DEFAULTS.context_budget,
+    timeout: Annotated[
+        float,
+        typer.Option(min=1, help="Seconds one judge call may take before it counts as failed."),
+    ] = 120.0,
+    samples: Annotated[int, _core("samples", min=1)] = DEFAULTS.samples,
+    flip_threshold: Annotated[
+        float,
+        typer.Option(help="With --samples k > 1: pass mark for the share of rows that flip."),
+    ] = 0.5,
     cache: Annotated[
         Path | None,
         typer.Option(help="SQLite judge cache (default: the user's cache directory)."),
@@ -213,13 +241,22 @@ def score(
         raise _usage_error(str(exc)) from None
     report_path = None if no_report else (report or default_report(output))
 
-    options: dict[str, Any] = {"n": n, "beta": beta, "combine": combine}
+    options: dict[str, Any] = {
+        "n": n,
+        "beta": beta,
+        "combine": combine,
+        "spacy_model": spacy_model,
+        "density_target": density_target,
+        "density_tolerance": density_tolerance,
+        "coherence_formula": coherence_formula,
+        "context_budget": context_budget,
+        "samples": samples,
+    }
     if dimensions is not None:
         options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
-    from ..pipeline import ScoreOptions
 
-    try:
-        ScoreOptions.from_kwargs(dict(options))
+    try:  # retries and concurrency shape the judge wrapper built below; check them alike
+        ScoreOptions.from_kwargs({**options, "retries": retries, "concurrency": concurrency})
     except (TypeError, ValueError) as exc:
         raise _usage_error(f"bad option: {exc}") from None
 
@@ -231,6 +268,7 @@ def score(
         retries=retries,
         concurrency=concurrency,
         cache=cache_path,
+        timeout=timeout,
     )
     if judge is None:
         err.print(
@@ -252,7 +290,7 @@ def score(
             f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {output}; "
             f"scoring {len(plan.todo)}."
         )
-    writer = ResultsWriter(output, keys)
+    writer = ResultsWriter(output, keys, spread=samples > 1)
     writer.rewrite(plan.kept[row.id] for row in rows if row.id in plan.kept)
     writer.open_for_append()
 
@@ -312,19 +350,13 @@ def score(
         write_report(report_path, all_rows, keys, info, worst=worst)
 
     _print_table(all_rows, keys)
+    if samples > 1 and judge is not None:
+        _print_stability(all_rows, keys, flip_threshold)
     raise typer.Exit(_finish(all_rows, output, report_path, skipped))
 
 
 TABLE_ROWS = 25
-SHORT_NAMES = {
-    "alignment": "align",
-    "coverage": "cover",
-    "density": "dens",
-    "specificity": "spec",
-    "non_redundancy": "nonred",
-    "coherence": "coher",
-    "conciseness": "concis",
-}
+SHORT_NAMES = {s.name: s.short for s in SUB_SCORES if s.short != s.name}
 
 
 def _table_caption(shown: list[str]) -> str:
@@ -353,7 +385,23 @@ def _print_table(rows: list[Row], keys: list[str]) -> None:
         out.print(f"… and {len(rows) - TABLE_ROWS} more rows in the results file.")
 
 
-NEEDS_JUDGE = ("score", "alignment", "coverage", "specificity")
+def _print_stability(rows: list[Row], keys: list[str], threshold: float) -> None:
+    """With --samples k > 1: how much one row moves between judge samples, per sub-score, and
+    how many rows a single run could have put on the other side of ``threshold``."""
+    judged = {s.name for s in SUB_SCORES if s.needs != "nothing"}
+    summary = stability(rows, [k for k in keys if k in judged])
+    parts = [
+        f"{SHORT_NAMES.get(name, name)} {s.mean_sd:.3f} (max {s.max_sd:.3f})"
+        for name, s in summary.items()
+        if s.mean_sd is not None and s.max_sd is not None
+    ]
+    if not parts:
+        return
+    out.print(f"Spread over judge samples (mean sd per row): {'; '.join(parts)}.")
+    out.print(f"Pass/fail flips: {flip_rate(rows, threshold).line()}.")
+
+
+NEEDS_JUDGE = JUDGE_ONLY
 """The columns only a judge fills (non_redundancy falls back to its deterministic part)."""
 
 
@@ -410,10 +458,22 @@ def report_command(
 
 
 def _numeric_columns(rows: list[Row]) -> list[str]:
-    skip = {"position"}
+    skip = {"position", *spread_keys()}
     seen: dict[str, None] = {}
     for row in rows:
         for key, value in row.items():
             if key not in skip and isinstance(value, float):
                 seen.setdefault(key)
     return list(seen)
+
+
+def _register_extra_commands() -> None:
+    """``compare``, ``agree`` and ``check-judge`` live in their own modules (they score nothing)."""
+    from .check_judge import check_judge_command
+    from .compare_cli import register
+
+    register(app)
+    app.command("check-judge")(check_judge_command)
+
+
+_register_extra_commands()

@@ -12,10 +12,15 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..adapter_kit import HEADLINE
 from .results import STATUS_BAD_INPUT, STATUS_OK, STATUS_UNSCORED, Row
+
+TEMPLATE_NAME = "report.html.j2"
+"""The Jinja template of the page (package data, shipped in the wheel)."""
 
 
 @dataclass
@@ -65,7 +70,7 @@ def statistics_table(rows: Sequence[Row], keys: Sequence[str]) -> list[dict[str,
 def rank_value(row: Row, keys: Sequence[str]) -> float | None:
     """What "worst" sorts by: the headline score, else the mean of the sub-scores present
     (without a judge there is no headline score)."""
-    score = row.get("score")
+    score = row.get(HEADLINE)
     if isinstance(score, int | float):
         return float(score)
     values = [float(row[k]) for k in keys if _is_number(row.get(k))]
@@ -216,7 +221,7 @@ def render_report(
     signatures = sorted({r.get("signature") for r in ok if r.get("signature")})
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters["num"] = lambda v: "—" if v is None else f"{v:.3f}"
-    return env.from_string(TEMPLATE).render(
+    return env.from_string(report_template()).render(
         info=info,
         plotly_js=jinja2.utils.markupsafe.Markup(plotly.offline.get_plotlyjs()),
         stats=stats,
@@ -231,139 +236,14 @@ def render_report(
     )
 
 
+def report_template() -> str:
+    """The page's Jinja template, a package data file beside this module (``report.html.j2``)."""
+    return resources.files(__package__).joinpath(TEMPLATE_NAME).read_text(encoding="utf-8")
+
+
 def write_report(
     path: Path, rows: Sequence[Row], keys: Sequence[str], info: ReportInfo, *, worst: int = 10
 ) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_report(rows, keys, info, worst=worst), encoding="utf-8")
     return path
-
-
-TEMPLATE = r"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>summary-eval report{% if info.input_path %} — {{ info.input_path }}{% endif %}</title>
-<style>
- body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #222;
-        padding: 0 1rem; line-height: 1.4; }
- h1 { margin-bottom: .2rem; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2rem; }
- table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; }
- th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
- th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
- .facts td:first-child { font-weight: 600; }
- .banner { background: #fff4d6; border: 1px solid #e0b84c; padding: .6rem .9rem; margin: 1rem 0;
-           border-radius: 4px; }
- .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(340px, 1fr)); gap: 1rem; }
- .card { border: 1px solid #ddd; border-radius: 4px; padding: .6rem .9rem; margin: 1rem 0; }
- .summary-text { background: #f8f8f8; padding: .5rem; white-space: pre-wrap; }
- .muted { color: #666; } code { font-size: .85rem; word-break: break-all; }
- .bad { color: #a40000; }
-</style>
-<script>{{ plotly_js }}</script>
-</head>
-<body>
-<h1>summary-eval report</h1>
-<p class="muted">Generated {{ info.generated_at }}</p>
-
-<table class="facts" id="run-facts">
- <tr><td>Input</td><td>{{ info.input_path }}</td></tr>
- <tr><td>Results file</td><td>{{ info.results_path }}</td></tr>
- <tr><td>Judge</td><td>{{ info.judge }}</td></tr>
- <tr><td>Rows</td><td>{{ counts.total }} in total: {{ counts.ok }} scored,
-   {{ counts.unscored }} unscored, {{ counts.bad_input }} bad input</td></tr>
- {% for s in signatures %}<tr><td>Signature</td><td><code>{{ s }}</code></td></tr>{% endfor %}
- {% if info.command %}<tr><td>Command</td><td><code>{{ info.command }}</code></td></tr>{% endif %}
-</table>
-
-{% if info.skipped %}
-<div class="banner" id="skipped-dimensions">
- <strong>Skipped dimensions:</strong> {{ info.skipped | join(", ") }}.
- {{ info.enable_hint }}
-</div>
-{% endif %}
-
-<h2>Summary statistics</h2>
-<table id="stats-table">
- <thead><tr><th>dimension</th><th>n</th><th>mean</th><th>std</th><th>min</th><th>25%</th>
-   <th>median</th><th>75%</th><th>max</th></tr></thead>
- <tbody>
- {% for s in stats %}
-  <tr><td>{{ s.name }}</td><td class="num">{{ s.n }}</td>
-  {% if s.n %}
-   {% for k in ["mean", "std", "min", "p25", "median", "p75", "max"] %}
-    <td class="num">{{ s[k] | num }}</td>{% endfor %}
-  {% else %}<td colspan="7" class="muted">no values{% if s.name in info.skipped %}
-    (skipped){% endif %}</td>{% endif %}
-  </tr>
- {% endfor %}
- </tbody>
-</table>
-
-<h2>Distributions</h2>
-{% if overview %}<div class="plot" id="overview">{{ overview }}</div>{% endif %}
-<div class="grid" id="histograms">
-{% for p in plots %}<div class="plot" data-dimension="{{ p.name }}">{{ p.html }}</div>{% endfor %}
-</div>
-{% if not plots %}<p class="muted">No row has a value: nothing to plot.</p>{% endif %}
-
-<h2>Worst summaries</h2>
-<p class="muted">Sorted by {% if "score" in keys and stats and stats[0].n %}score{% else %}the mean
- of the available sub-scores{% endif %}, lowest first.</p>
-<div id="worst">
-{% for w in worst %}
- <div class="card worst-summary" data-id="{{ w.row.id }}">
-  <h3>#{{ loop.index }} — id {{ w.row.id }} ({{ w.rank_value | num }})</h3>
-  <table class="scores"><tr>{% for k, v in w.scores %}<th>{{ k }}</th>{% endfor %}</tr>
-   <tr>{% for k, v in w.scores %}<td class="num">{{ v | num }}</td>{% endfor %}</tr></table>
-  <div class="summary-text">{{ w.row.summary or "" }}</div>
-  {% if w.row.reason %}<p>{{ w.row.reason }}</p>{% endif %}
-  {% if w.evidence.claims %}
-   <h4>Unsupported claims</h4>
-   <table class="evidence unsupported-claims"><tr><th>claim</th><th>verdict</th><th>reason</th>
-     <th>source quote</th></tr>
-   {% for c in w.evidence.claims %}<tr><td>{{ c.claim }}</td><td class="bad">{{ c.verdict }}</td>
-     <td>{{ c.reason }}</td><td>{{ c.quote }}</td></tr>{% endfor %}</table>
-  {% endif %}
-  {% if w.evidence.missed %}
-   <h4>Missed questions</h4>
-   <table class="evidence missed-questions"><tr><th>question</th><th>importance</th>
-     <th>grade</th><th>reference answer</th><th>summary's answer</th></tr>
-   {% for q in w.evidence.missed %}<tr><td>{{ q.question }}</td>
-     <td class="num">{{ q.importance }}</td><td class="num">{{ q.grade }}</td>
-     <td>{{ q.reference_answer }}</td>
-     <td>{{ q.summary_answer or "" }}</td></tr>{% endfor %}</table>
-  {% endif %}
-  {% if w.evidence.vague %}
-   <h4>Vague sentences</h4>
-   <table class="evidence vague-sentences"><tr><th>#</th><th>sentence</th><th>reason</th></tr>
-   {% for v in w.evidence.vague %}<tr><td class="num">{{ v.index }}</td><td>{{ v.sentence }}</td>
-     <td>{{ v.reason }}</td></tr>{% endfor %}</table>
-  {% endif %}
-  {% if w.evidence.repeated %}
-   <h4>Repeated points</h4>
-   <table class="evidence repeated-points"><tr><th>point</th><th>sentences</th></tr>
-   {% for r in w.evidence.repeated %}<tr><td>{{ r.point }}</td>
-     <td>{{ (r.sentences or []) | join(", ") }}</td></tr>{% endfor %}</table>
-  {% endif %}
-  {% if w.evidence.notes %}
-   <h4>Dimensions</h4>
-   <table class="evidence dimension-notes">
-   {% for name, note in w.evidence.notes %}<tr><td>{{ name }}</td><td>{{ note }}</td></tr>
-   {% endfor %}</table>
-  {% endif %}
- </div>
-{% else %}
- <p class="muted">No scored rows.</p>
-{% endfor %}
-</div>
-
-<h2>Rows not scored</h2>
-{% if failed %}
-<table id="failed-rows"><thead><tr><th>id</th><th>status</th><th>error</th></tr></thead><tbody>
-{% for r in failed %}<tr><td>{{ r.id }}</td><td>{{ r.status }}</td><td>{{ r.error }}</td></tr>
-{% endfor %}</tbody></table>
-{% else %}<p class="muted" id="failed-rows-none">Every row was scored.</p>{% endif %}
-</body>
-</html>
-"""

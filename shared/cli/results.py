@@ -7,7 +7,9 @@ file is rewritten once, in input order, with one row per id.
 Columns (JSONL keys, CSV header): ``id``, ``position``, ``status``, every sub-score of
 :meth:`SummaryEvaluation.sub_scores` (whatever dimensions the core reports), ``reason``,
 ``error``, ``signature``, ``input_hash``, ``summary``, ``evidence`` (the evaluation's evidence
-fields; a JSON string in CSV).
+fields; a JSON string in CSV). A run with ``--samples k > 1`` adds ``<sub-score>_sd`` after the
+sub-scores (their standard deviation over the k judge samples); the samples' own values are in
+``evidence.sample_scores``.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from ..pipeline import NO_JUDGE
-from ..result import SummaryEvaluation
+from .. import SUB_SCORE_NAMES, SummaryEvaluation
+from ..adapter_kit import NO_JUDGE
 from .inputs import allow_large_csv_fields
 
 ResultFormat = Literal["jsonl", "csv"]
@@ -41,20 +43,24 @@ _PROVENANCE = ("reason", "error", "signature")
 
 
 def score_keys() -> list[str]:
-    """The names :meth:`SummaryEvaluation.sub_scores` reports, read from the core itself so a new
-    dimension becomes a column without any change here."""
-    required = {
-        name: None for name, info in SummaryEvaluation.model_fields.items() if info.is_required()
-    }
-    return list(SummaryEvaluation.model_construct(**required).sub_scores())
+    """Every sub-score name, from the core's one list (:data:`shared.SUB_SCORE_NAMES`), so a
+    new dimension becomes a column without any change here."""
+    return list(SUB_SCORE_NAMES)
 
 
-def columns(keys: Iterable[str]) -> list[str]:
+def spread_keys() -> list[str]:
+    """The spread columns of a run with samples: ``<sub-score>_sd`` for every sub-score."""
+    return [f"{name}_sd" for name in SUB_SCORE_NAMES]
+
+
+def columns(keys: Iterable[str], spread: bool = False) -> list[str]:
+    keys = list(keys)
     return [
         "id",
         "position",
         "status",
         *keys,
+        *([f"{k}_sd" for k in keys] if spread else []),
         *_PROVENANCE,
         "input_hash",
         "summary",
@@ -77,7 +83,11 @@ def evaluation_row(
     which dimensions were skipped (the report and the terminal say it once); the row is ``ok``.
     """
     subs = ev.sub_scores()
-    evidence = ev.model_dump(mode="json", exclude=set(subs) | set(_PROVENANCE))
+    # the spread has its own columns; a single-sample run has no samples to list
+    exclude = set(subs) | set(_PROVENANCE) | {"spread"}
+    if not ev.sample_scores:
+        exclude.add("sample_scores")
+    evidence = ev.model_dump(mode="json", exclude=exclude)
     error = ev.error
     if without_judge and error == NO_JUDGE:
         error = None
@@ -86,6 +96,7 @@ def evaluation_row(
         "position": position,
         "status": STATUS_OK if error is None else STATUS_UNSCORED,
         **{k: _number(v) for k, v in subs.items()},
+        **{k: _number(v) for k, v in ev.spread_columns().items()},
         "reason": ev.reason,
         "error": error,
         "signature": ev.signature,
@@ -207,10 +218,10 @@ def _csv_number(value: str | None) -> float | str | None:
 class ResultsWriter:
     """Append-and-flush writer; :meth:`rewrite` replaces the whole file atomically."""
 
-    def __init__(self, path: Path, keys: list[str]) -> None:
+    def __init__(self, path: Path, keys: list[str], *, spread: bool = False) -> None:
         self.path = path
         self.format = detect_result_format(path)
-        self.columns = columns(keys)
+        self.columns = columns(keys, spread)
         self._handle: IO[str] | None = None
         self._csv: Any = None
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..pipeline import ScoreOptions, ascore_summary, signature
+from .. import ScoreOptions, ascore_summary, signature
 from .inputs import InputRow
 from .results import (
     STATUS_BAD_INPUT,

@@ -12,21 +12,17 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ..prompts import RepeatedPoint
+from ..subscores import DIMENSION_NAMES, USES_JUDGE
 
 DimensionName = Literal["density", "specificity", "non_redundancy", "coherence", "conciseness"]
 
-DIMENSIONS: tuple[DimensionName, ...] = (
-    "density",
-    "specificity",
-    "non_redundancy",
-    "coherence",
-    "conciseness",
-)
-"""Every dimension, in report order (the default of the ``dimensions`` option)."""
+DIMENSIONS: tuple[DimensionName, ...] = DIMENSION_NAMES  # type: ignore[assignment]
+"""Every dimension, in report order (the default of the ``dimensions`` option); declared in
+:data:`shared.subscores.SUB_SCORES`."""
 
 NEEDS_SPACY = frozenset({"density", "specificity", "non_redundancy", "coherence"})
 NEEDS_EMBEDDINGS = frozenset({"non_redundancy", "coherence"})
-NEEDS_JUDGE = frozenset({"specificity", "non_redundancy"})
+NEEDS_JUDGE = frozenset(DIMENSIONS) & USES_JUDGE
 """non_redundancy has a judged and a deterministic part; without a judge only the latter runs."""
 
 

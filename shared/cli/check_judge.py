@@ -1,0 +1,66 @@
+"""``summary-eval check-judge``: probe an OpenAI-compatible judge before a run pays for it, and
+the reachability check ``score`` runs before scoring.
+
+Exit status: 0 usable, 1 usable with caveats (each with what to change), 2 not usable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from ..judge_check import acheck_judge, check_reachable
+
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+STYLE = {"ok": "green", "caveat": "yellow", "fail": "bold red"}
+
+
+def check_judge_command(
+    base_url: Annotated[
+        str | None,
+        typer.Option(help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Judge model (env OPENAI_MODEL, else gpt-4o-mini).")
+    ] = None,
+    timeout: Annotated[float, typer.Option(min=1, help="Seconds one judge call may take.")] = 120.0,
+) -> None:
+    """Check a judge: reachable, structured mode, context window, latency, a known answer."""
+    from ..openai_judge import OpenAIJudge
+
+    try:
+        # max_tokens: a probe, not a run; a grammar-bound small model may otherwise write on
+        # until the context is full
+        judge = OpenAIJudge(
+            model, base_url=base_url, timeout=timeout, max_retries=1, max_tokens=512
+        )
+    except ValueError as exc:
+        err.print(f"[bold red]error:[/] cannot configure the judge: {exc}")
+        raise typer.Exit(2) from None
+    result = asyncio.run(acheck_judge(judge, timeout=min(timeout, 10.0)))
+    table = Table(
+        box=box.SIMPLE_HEAD, pad_edge=False, title=f"{judge.model_id} at {judge.base_url}"
+    )
+    table.add_column("check", no_wrap=True)
+    table.add_column("result", no_wrap=True)
+    table.add_column("found")
+    table.add_column("what to change")
+    for line in result.lines:
+        style = STYLE[line.status]
+        table.add_row(line.name, f"[{style}]{line.status}[/]", line.detail, line.advice)
+    out.print(table)
+    verdict = {0: "usable", 1: "usable, with caveats", 2: "not usable"}[result.exit_code]
+    err.print(f"Judge {verdict}.")
+    raise typer.Exit(result.exit_code)
+
+
+def ensure_reachable(base_url: str, api_key: str | None, timeout: float) -> str | None:
+    """Why the judge's server cannot be used, or None; run by ``score`` before any row."""
+    return asyncio.run(check_reachable(base_url, api_key, timeout=min(timeout, 10.0)))

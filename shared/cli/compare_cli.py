@@ -1,0 +1,518 @@
+"""``summary-eval compare A B`` (is B better than A?) and ``summary-eval agree`` (do the scores
+agree with people?), registered on the main app by :func:`register`.
+
+Exit status of ``compare``: 0 done (and every ``--fail-if-worse`` gate passed), 1 a gate failed
+(or could not be checked), 2 usage error (unreadable input, unpaired ids without
+``--allow-unpaired``, an output path that is an input). ``agree``: 0 done, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from .. import Agreement, Comparison, UnpairedError, agreement, compare
+from ..comparison import DEFAULT_RESAMPLES, DEFAULT_SEED, DEFAULT_TRIALS, Gate, format_p
+from ..human_agreement import parse_mapping
+
+EXIT_OK = 0
+EXIT_GATE_FAILED = 1
+EXIT_USAGE = 2
+
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+
+def _usage_error(message: str) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(EXIT_USAGE)
+
+
+def _check_outputs(inputs: list[Path], outputs: list[Path | None]) -> None:
+    """Never write over an input file, nor write two outputs to one path."""
+    resolved_inputs = {p.resolve() for p in inputs}
+    seen: set[Path] = set()
+    for path in outputs:
+        if path is None:
+            continue
+        target = path.resolve()
+        if target in resolved_inputs:
+            raise _usage_error(f"{path} is an input file; choose another output path")
+        if target in seen:
+            raise _usage_error(f"{path} is given for two outputs")
+        seen.add(target)
+
+
+def _read_results_file(path: Path) -> list[dict[str, Any]]:
+    """The rows of a readable results file with at least one row (else a clear usage error)."""
+    from .results import detect_result_format, read_results
+
+    if not path.is_file():
+        raise _usage_error(f"results file not found: {path}")
+    try:
+        detect_result_format(path)
+    except ValueError as exc:
+        raise _usage_error(str(exc)) from None
+    rows = read_results(path)
+    if not rows:
+        raise _usage_error(
+            f"no result rows in {path}: expected a results file written by `summary-eval score`"
+        )
+    return rows
+
+
+def _write_json(path: Path, payload: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _num(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+# ---------------------------------------------------------------------------------------------
+# compare
+# ---------------------------------------------------------------------------------------------
+
+
+def compare_command(
+    results_a: Annotated[Path, typer.Argument(metavar="A", help="Baseline results file.")],
+    results_b: Annotated[Path, typer.Argument(metavar="B", help="Candidate results file.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="HTML comparison report.")
+    ] = None,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write the statistics (and per-row deltas).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap and the randomization.")] = (
+        DEFAULT_SEED
+    ),
+    resamples: Annotated[int, typer.Option(min=1, help="Paired bootstrap resamples.")] = (
+        DEFAULT_RESAMPLES
+    ),
+    trials: Annotated[int, typer.Option(min=1, help="Approximate randomization trials.")] = (
+        DEFAULT_TRIALS
+    ),
+    fail_if_worse: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-if-worse",
+            metavar="NAME[:MARGIN]",
+            help="Exit 1 if B is worse than A on NAME by more than MARGIN with the interval "
+            "excluding 0 (repeatable).",
+        ),
+    ] = None,
+    allow_unpaired: Annotated[
+        bool,
+        typer.Option("--allow-unpaired", help="Compare the ids both files hold; list the rest."),
+    ] = False,
+    worst: Annotated[int, typer.Option(min=0, help="Worst regressions shown in the HTML.")] = 10,
+) -> None:
+    """Is B better than A? Paired by id: per sub-score, mean A, mean B, delta with a 95 % paired
+    bootstrap interval, an approximate-randomization p-value, wins/ties/losses and a verdict."""
+    _check_outputs([results_a, results_b], [output, json_path])
+    rows_a, rows_b = _read_results_file(results_a), _read_results_file(results_b)
+    try:
+        gates = [Gate.parse(text) for text in fail_if_worse or []]
+        result = compare(
+            rows_a,
+            rows_b,
+            seed=seed,
+            resamples=resamples,
+            trials=trials,
+            allow_unpaired=allow_unpaired,
+        )
+    except UnpairedError as exc:
+        raise _usage_error(str(exc).replace("allow_unpaired / ", "")) from None
+    except ValueError as exc:
+        raise _usage_error(str(exc)) from None
+    unknown = [g.name for g in gates if g.name not in result.names]
+    if unknown:
+        raise _usage_error(
+            f"--fail-if-worse: no sub-score {', '.join(map(repr, unknown))} "
+            f"(have: {', '.join(result.names)})"
+        )
+    if not result.paired:
+        raise _usage_error("the two files share no id: nothing to compare")
+
+    _print_comparison(result)
+    if result.only_a or result.only_b:
+        err.print(
+            f"[yellow]Unpaired ids left out:[/] {len(result.only_a)} only in A, "
+            f"{len(result.only_b)} only in B (listed in --json)."
+        )
+    if set(result.signatures_a) != set(result.signatures_b):
+        err.print(
+            "[yellow]A and B were scored with different settings[/] (judge, options, prompts or "
+            "version; see the signatures in --json): the deltas mix the summaries' change with "
+            "the scorer's."
+        )
+    command = shlex.join(["summary-eval", *sys.argv[1:]])
+    if json_path is not None:
+        payload = {"a": str(results_a), "b": str(results_b), **result.to_dict(rows=True)}
+        _write_json(json_path, payload)
+        err.print(f"JSON:   {json_path}")
+    if output is not None:
+        info = CompareInfo(str(results_a), str(results_b), command=command)
+        write_compare_report(output, result, info, worst=worst)
+        err.print(f"Report: {output}")
+
+    failed = False
+    for gate in gates:
+        passed, why = gate.check(result)
+        if passed:
+            err.print(f"[green]gate passed[/] {why}")
+        else:
+            failed = True
+            err.print(f"[bold red]gate failed[/] {why}")
+    raise typer.Exit(EXIT_GATE_FAILED if failed else EXIT_OK)
+
+
+def _print_comparison(result: Comparison) -> None:
+    """The table (sub-scores compared on at least one row), then what was left out, then the
+    verdicts; rich fits it to 80 columns when stdout is not a terminal."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("sub-score", no_wrap=True)
+    for name in ("n", "A", "B", "B-A", "95% interval", "p", "W/T/L"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for s in result.sub_scores:
+        if not s.n:
+            continue
+        style = "green" if (s.low or 0) > 0 else ("red" if (s.high or 0) < 0 else "")
+        delta = _num(s.delta, True)
+        table.add_row(
+            s.name,
+            str(s.n),
+            _num(s.mean_a),
+            _num(s.mean_b),
+            f"[{style}]{delta}[/]" if style else delta,
+            f"[{_num(s.low, True)}, {_num(s.high, True)}]",
+            format_p(s.p or 1.0).removeprefix("p=").removeprefix("p"),
+            f"{s.wins}/{s.ties}/{s.losses}",
+        )
+    out.print(table)
+    out.print(
+        f"{result.paired} paired rows; {result.resamples} bootstrap resamples, "
+        f"{result.trials} randomization trials, seed {result.seed}. W/T/L: rows where B "
+        "scores higher / the same / lower."
+    )
+    empty = [s.name for s in result.sub_scores if not s.n]
+    if empty:
+        out.print(f"Not compared (no row scored on both sides): {', '.join(empty)}.")
+    for s in result.sub_scores:
+        if s.n and (s.unscored_a or s.unscored_b or s.unscored_both):
+            out.print(
+                f"{s.name}: left out {s.unscored_a} rows empty in A only, {s.unscored_b} in B "
+                f"only, {s.unscored_both} in both."
+            )
+    for line in result.verdicts():
+        out.print(line)
+
+
+@dataclass
+class CompareInfo:
+    results_a: str
+    results_b: str
+    command: str = ""
+
+
+def render_compare_report(result: Comparison, info: CompareInfo, *, worst: int = 10) -> str:
+    """One self-contained HTML page: facts, table, forest plot, worst regressions."""
+    import jinja2
+    import plotly.graph_objects as go
+    import plotly.offline
+
+    shown = [s for s in result.sub_scores if s.n]
+    fig = go.Figure()
+    if shown:
+        deltas = [s.delta or 0.0 for s in shown]
+        fig.add_trace(
+            go.Scatter(
+                x=deltas,
+                y=[s.name for s in shown],
+                mode="markers",
+                marker={
+                    "size": 10,
+                    "color": [
+                        "#1a7f37"
+                        if s.significant and (s.delta or 0) > 0
+                        else "#c62828"
+                        if s.significant
+                        else "#555"
+                        for s in shown
+                    ],
+                },
+                error_x={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [(s.high or 0.0) - (s.delta or 0.0) for s in shown],
+                    "arrayminus": [(s.delta or 0.0) - (s.low or 0.0) for s in shown],
+                },
+                text=[s.verdict for s in shown],
+                hoverinfo="text",
+            )
+        )
+    fig.add_vline(x=0, line_dash="dash", line_color="#999")
+    fig.update_layout(
+        title=f"Delta (B - A) with {result.level:.0%} paired bootstrap intervals",
+        xaxis_title="B - A",
+        yaxis={"autorange": "reversed"},
+        height=120 + 40 * max(1, len(shown)),
+        margin={"l": 120, "r": 20, "t": 50, "b": 40},
+    )
+    forest = fig.to_html(
+        full_html=False,
+        include_plotlyjs=False,
+        div_id="forest-plot",
+        default_height=fig.layout.height,
+        config={"displayModeBar": False, "responsive": True},
+    )
+    worst_rows = result.worst_regressions(worst)
+    names = [s.name for s in shown]
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    env.filters["num"] = lambda v: "—" if v is None else f"{v:.3f}"
+    env.filters["signed"] = lambda v: "—" if v is None else f"{v:+.3f}"
+    env.filters["p"] = lambda v: "—" if v is None else format_p(v)
+    return env.from_string(TEMPLATE).render(
+        info=info,
+        result=result,
+        generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        plotly_js=jinja2.utils.markupsafe.Markup(plotly.offline.get_plotlyjs()),
+        forest=jinja2.utils.markupsafe.Markup(forest),
+        worst=worst_rows,
+        names=names,
+        has_text=any(r.summary_a or r.summary_b for r in worst_rows),
+        rank_by=(
+            "the headline score's delta"
+            if "score" in names
+            else "the mean of the row's sub-score deltas (no headline score was compared)"
+        ),
+    )
+
+
+def write_compare_report(
+    path: Path, result: Comparison, info: CompareInfo, *, worst: int = 10
+) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_compare_report(result, info, worst=worst), encoding="utf-8")
+    return path
+
+
+TEMPLATE = r"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>summary-eval compare — {{ info.results_a }} vs {{ info.results_b }}</title>
+<style>
+ body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #222;
+        padding: 0 1rem; line-height: 1.4; }
+ h2 { border-bottom: 1px solid #ddd; padding-bottom: .2rem; }
+ table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; }
+ th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
+ th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+ .better { color: #1a7f37; } .worse { color: #c62828; } .muted { color: #666; }
+ .pair { display: grid; grid-template-columns: 1fr 1fr; gap: .8rem; }
+ .summary-text { background: #f8f8f8; padding: .5rem; white-space: pre-wrap; }
+ .card { border: 1px solid #ddd; border-radius: 4px; padding: .6rem .9rem; margin: 1rem 0; }
+ code { font-size: .85rem; word-break: break-all; }
+</style>
+<script>{{ plotly_js }}</script>
+</head>
+<body>
+<h1>summary-eval compare</h1>
+<p class="muted">Generated {{ generated_at }}</p>
+<table id="facts">
+ <tr><td>A (baseline)</td><td>{{ info.results_a }}</td></tr>
+ <tr><td>B (candidate)</td><td>{{ info.results_b }}</td></tr>
+ <tr><td>Rows</td><td>{{ result.paired }} paired; {{ result.only_a | length }} only in A,
+   {{ result.only_b | length }} only in B (left out)</td></tr>
+ <tr><td>Statistics</td><td>{{ result.resamples }} paired bootstrap resamples
+   ({{ "%.0f" % (result.level * 100) }} % percentile interval), {{ result.trials }}
+   approximate randomization trials, seed {{ result.seed }}</td></tr>
+ {% if info.command %}<tr><td>Command</td><td><code>{{ info.command }}</code></td></tr>{% endif %}
+</table>
+
+<h2>Verdicts</h2>
+<ul id="verdicts">{% for s in result.sub_scores %}
+ <li class="{{ 'better' if s.significant and s.delta > 0
+   else ('worse' if s.significant else '') }}">
+ {{ s.verdict }}</li>{% endfor %}
+</ul>
+
+<h2>Deltas</h2>
+{{ forest }}
+<table id="compare-table">
+ <thead><tr><th>sub-score</th><th>n</th><th>mean A</th><th>mean B</th><th>delta</th>
+ <th>interval</th><th>p</th><th>wins</th><th>ties</th><th>losses</th>
+ <th>empty in A only</th><th>in B only</th><th>in both</th></tr></thead>
+ <tbody>{% for s in result.sub_scores %}
+ <tr><td>{{ s.name }}</td><td class="num">{{ s.n }}</td><td class="num">{{ s.mean_a | num }}</td>
+ <td class="num">{{ s.mean_b | num }}</td><td class="num">{{ s.delta | signed }}</td>
+ <td class="num">{% if s.n %}[{{ s.low | signed }}, {{ s.high | signed }}]
+   {%- else %}—{% endif %}</td>
+ <td class="num">{{ s.p | p }}</td><td class="num">{{ s.wins }}</td>
+ <td class="num">{{ s.ties }}</td><td class="num">{{ s.losses }}</td>
+ <td class="num">{{ s.unscored_a }}</td><td class="num">{{ s.unscored_b }}</td>
+ <td class="num">{{ s.unscored_both }}</td></tr>{% endfor %}
+ </tbody>
+</table>
+
+<h2>Worst regressions</h2>
+<p class="muted">Rows where B scores lower than A, worst first (at most <code>--worst</code>),
+ ranked by {{ rank_by }}; per-sub-score deltas, then both summaries.</p>
+{% if not worst %}<p class="muted" id="no-regressions">No row where B scores lower.</p>{% endif %}
+{% if worst and not has_text %}<p class="muted">The results files carry no summary text.</p>
+{% endif %}
+<div id="worst-regressions">
+{% for r in worst %}
+<div class="card">
+ <strong>{{ r.id }}</strong>
+ <table><tr>{% for k in names %}<th>{{ k }}</th>{% endfor %}</tr>
+ <tr>{% for k in names %}<td class="num">{{ r.deltas[k] | signed }}</td>{% endfor %}</tr></table>
+ <div class="pair">
+  <div><div class="muted">A</div><div class="summary-text">{{ r.summary_a or "—" }}</div></div>
+  <div><div class="muted">B</div><div class="summary-text">{{ r.summary_b or "—" }}</div></div>
+ </div>
+</div>
+{% endfor %}
+</div>
+</body>
+</html>
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# agree
+# ---------------------------------------------------------------------------------------------
+
+
+def agree_command(
+    results: Annotated[Path, typer.Argument(help="A results file written by `score`.")],
+    labels: Annotated[
+        Path, typer.Option("--labels", help="Human labels, JSONL or CSV, one row per id.")
+    ],
+    mapping: Annotated[
+        list[str],
+        typer.Option(
+            "--map",
+            metavar="METRIC=LABEL",
+            help="Our sub-score against a label column, e.g. coverage=relevance (repeatable, "
+            "or comma-separated).",
+        ),
+    ],
+    id_column: Annotated[
+        str, typer.Option(help="Labels column holding the id (default: row number, as `score`).")
+    ] = "id",
+    group_column: Annotated[
+        str | None,
+        typer.Option(help="Source column: summary-level correlations per source, then averaged."),
+    ] = None,
+    system_column: Annotated[
+        str | None, typer.Option(help="System column: also correlate per-system means.")
+    ] = None,
+    threshold: Annotated[
+        float, typer.Option(help="Score >= threshold reads as the positive binary label.")
+    ] = 0.5,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = DEFAULT_SEED,
+    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = (
+        DEFAULT_RESAMPLES
+    ),
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the results.")] = None,
+) -> None:
+    """Do our scores agree with people? Spearman, Kendall and Pearson with bootstrap intervals
+    (summary-level with --group-column, else pooled; system-level with --system-column), and
+    accuracy and Cohen's kappa for binary or ordinal labels."""
+    _check_outputs([results, labels], [json_path])
+    result_rows = _read_results_file(results)
+    if not labels.is_file():
+        raise _usage_error(f"labels file not found: {labels}")
+    try:
+        pairs = parse_mapping(mapping)
+        found = agreement(
+            result_rows,
+            labels,
+            pairs,
+            id_column=id_column,
+            group_column=group_column,
+            system_column=system_column,
+            threshold=threshold,
+            seed=seed,
+            resamples=resamples,
+        )
+    except ValueError as exc:
+        raise _usage_error(str(exc)) from None
+    if not found.joined:
+        raise _usage_error(
+            f"no id of {results} is in {labels} (ids are joined on the labels' {id_column!r} "
+            "column, or its row number when the column is missing)"
+        )
+    _print_agreement(found)
+    if json_path is not None:
+        _write_json(json_path, {"results": str(results), "labels": str(labels), **found.to_dict()})
+        err.print(f"JSON: {json_path}")
+    raise typer.Exit(EXIT_OK)
+
+
+def _print_agreement(found: Agreement) -> None:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for name in ("metric=label", "level", "units", "statistic", "value", "95% interval"):
+        table.add_column(
+            name,
+            justify="right" if name in ("units", "value") else "left",
+            no_wrap=name == "metric=label",
+        )
+    for pair in found.pairs:
+        for lvl in pair.levels:
+            units = f"{lvl.spearman.units}" + (
+                f" of {lvl.spearman.units + lvl.skipped}" if lvl.skipped else ""
+            )
+            for i, name in enumerate(("spearman", "kendall", "pearson")):
+                est = getattr(lvl, name)
+                table.add_row(
+                    f"{pair.metric}={pair.label}" if i == 0 else "",
+                    lvl.level if i == 0 else "",
+                    units if i == 0 else "",
+                    name,
+                    "-" if est.value is None else f"{est.value:+.3f}",
+                    "" if est.low is None else f"[{est.low:+.3f}, {est.high:+.3f}]",
+                    end_section=i == 2,
+                )
+    out.print(table)
+    for pair in found.pairs:
+        extra = []
+        if pair.metric_empty or pair.label_empty:
+            extra.append(
+                f"left out: {pair.metric_empty} empty {pair.metric}, "
+                f"{pair.label_empty} empty or non-numeric {pair.label}"
+            )
+        if pair.accuracy is not None:
+            kappa = "-" if pair.kappa is None else f"{pair.kappa:.3f}"
+            extra.append(
+                f"{pair.kind} labels: accuracy {pair.accuracy:.3f}, Cohen's kappa {kappa}"
+                + (f" (score >= {found.threshold:g} is positive)" if pair.kind == "binary" else "")
+            )
+        if extra:
+            out.print(f"{pair.metric}={pair.label} (n={pair.n}): " + "; ".join(extra))
+    out.print(
+        f"{found.joined} rows joined by id; {len(found.results_only)} only in the results, "
+        f"{len(found.labels_only)} only in the labels. {int(found.level * 100)} % bootstrap "
+        f"intervals, {found.resamples} resamples, seed {found.seed}."
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``compare`` and ``agree`` to the ``summary-eval`` command."""
+    app.command("compare")(compare_command)
+    app.command("agree")(agree_command)

@@ -1,0 +1,416 @@
+"""Every scoring option, declared once: its name, type, default, help and validation.
+
+:class:`OptionFields` is the declaration. :class:`ScoreOptions` (what the pipeline reads) is
+that declaration validated and frozen; :class:`ScoreOptionsKwargs` is its typed keyword form for
+``**options: Unpack[ScoreOptionsKwargs]``, so IDEs and type checkers show the names. The entry
+points, both adapters and the CLI take their option names and defaults from here, and
+``tests/test_option_surfaces.py`` fails when a surface lacks an option or defaults it
+differently.
+
+Validation runs at the call, before any judge call: a bad value raises TypeError or ValueError
+whose message starts with the option's name. "Not given" keeps the default: omit the keyword
+(``ScoreOptions.from_kwargs``), or ``options.merged(**given)`` on top of existing options.
+
+How to add an option ``foo``:
+
+1. Add ``foo: T = option(DEFAULT, _check_foo, "one line of help")`` to :class:`OptionFields`
+   (write ``_check_foo(name, value) -> value`` here if no existing check fits) and
+   ``foo: T`` to :class:`ScoreOptionsKwargs`. A test fails if the two disagree.
+2. Read ``options.foo`` where it acts (``shared/pipeline.py`` or ``shared/_judge_steps.py``;
+   a dimension setting goes through :class:`~shared.dimensions.DimensionSettings`). If it
+   changes the result, add it to :func:`shared._compose.signature`.
+3. Surfaces: Ragas inherits the field (``OptionFields`` is a base of its metric dataclass) and
+   the collections metric takes ``**options``: no edit. DeepEval needs ``foo=DEFAULTS.foo`` in
+   ``_SummaryMetricBase.__init__`` (it rebuilds metrics from their constructor arguments); the
+   CLI needs a ``--foo`` flag with ``DEFAULTS.foo`` as its default in ``shared/cli/app.py``.
+   ``tests/test_option_surfaces.py`` fails until both are there; add a non-default example
+   value for ``foo`` to its ``EXAMPLES`` table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypedDict
+
+from .dimensions import (
+    DEFAULT_SPACY_MODEL,
+    DEFAULT_TARGET,
+    DEFAULT_TOLERANCE,
+    DIMENSIONS,
+    DimensionSettings,
+    normalise_dimensions,
+)
+from .dimensions.coherence import FORMULAS
+
+DEFAULT_N = 10
+"""Ten questions: enough that one missed minor point moves coverage by a few points rather than
+a fifth (DeepEval's default of 5), few enough that answers and grades for all of them still fit
+in one short call each. The number of judge calls does not depend on ``n``."""
+
+DEFAULT_CONTEXT_BUDGET = 16_000
+"""Largest prompt the core sends, in estimated tokens (:mod:`shared.tokens`, which overshoots
+real o200k counts on English by about a fifth). A source whose full-source prompts fit is scored
+exactly as if there were no budget; a longer one is read part by part for questions and checked
+claim by claim against retrieved passages. 16k leaves room under every current 32k+ context
+window for the reply, and keeps the number of parts (parallel calls) of a 100,000-word source
+near ten."""
+
+MIN_CONTEXT_BUDGET = 2_000
+"""Below this the fixed instructions and one retrieved passage would not leave room to work."""
+
+MAX_SAMPLES = 100
+"""Largest accepted ``samples``: each sample repeats every summary-dependent judge call."""
+
+DEFAULT_CONCURRENCY = 64
+"""Judge calls at once: enough for the rounds of 20 summaries scored together to go out at once
+(first round: questions + 20 claims + 20 style calls = 41; second: 20 answers + 20 checks), as
+DeepEval's 20 concurrent test cases do. At 32 the calls over the limit waited a whole round and
+their replies landed on the last round's: measured 0.77x DeepEval's wall time, 0.75x at 64
+(docs/PERFORMANCE.md). Lower it for rate-limited APIs."""
+
+MAX_BETA = 1e100
+"""Largest accepted ``beta``: beyond about 1e154 its square overflows and F-beta would be NaN;
+long before that F-beta equals coverage to every printed digit."""
+
+
+@dataclass(frozen=True)
+class UserQuestion:
+    """A question supplied by the user; only its reference answer is generated."""
+
+    question: str
+    importance: int = 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks: each takes (option name, value) and returns the normalised value or raises an error
+# whose message starts with the option's name.
+# ---------------------------------------------------------------------------------------------
+
+Check = Callable[[str, Any], Any]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _int_at_least(low: int, unit: str = "", type_error: type[Exception] = TypeError) -> Check:
+    def check(name: str, value: Any) -> int:
+        if not _is_int(value):
+            raise type_error(f"{name} must be an integer >= {low}{unit}, got {value!r}")
+        if value < low:
+            raise ValueError(f"{name} must be an integer >= {low}{unit}, got {value!r}")
+        return value
+
+    return check
+
+
+def _check_n(name: str, value: Any) -> int:
+    if not _is_int(value) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _check_samples(name: str, value: Any) -> int:
+    if not _is_int(value) or not 1 <= value <= MAX_SAMPLES:
+        raise ValueError(f"{name} must be an integer from 1 to {MAX_SAMPLES}, got {value!r}")
+    return value
+
+
+def _check_beta(name: str, value: Any) -> float:
+    if not (_is_number(value) and math.isfinite(value) and 0 < value <= MAX_BETA):
+        raise ValueError(
+            f"{name} must be a positive finite number (at most {MAX_BETA:g}), got {value!r}"
+        )
+    return value
+
+
+def _positive_number(name: str, value: Any) -> float:
+    if not (_is_number(value) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return value
+
+
+def _one_of(*allowed: str) -> Check:
+    def check(name: str, value: Any) -> str:
+        if value not in allowed:
+            expected = " or ".join(repr(a) for a in allowed)
+            raise ValueError(f"{name} must be {expected}, got {value!r}")
+        return value
+
+    return check
+
+
+def _check_cache(name: str, value: Any) -> Any:
+    if isinstance(value, bool | str | os.PathLike):
+        return value
+    if callable(getattr(value, "get", None)) and callable(getattr(value, "put", None)):
+        return value  # a CacheStore
+    raise TypeError(
+        f"{name} must be True, False, a path to a SQLite file, or a store with get/put; "
+        f"got {value!r}"
+    )
+
+
+def _check_questions(name: str, value: Any) -> tuple[UserQuestion, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise TypeError(f"{name} must be a list of questions, not one string")
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a list of questions, not {type(value).__name__}")
+    out: list[UserQuestion] = []
+    for i, q in enumerate(value):
+        if isinstance(q, UserQuestion):
+            item = q
+        elif isinstance(q, str):
+            item = UserQuestion(q)
+        elif isinstance(q, dict) and isinstance(q.get("question"), str):
+            item = UserQuestion(q["question"], int(q.get("importance", 3)))
+        else:
+            raise TypeError(f"{name}[{i}] must be a string or {{'question', 'importance'}}")
+        if not item.question.strip():
+            raise ValueError(f"{name}[{i}] is empty")
+        if not 1 <= item.importance <= 5:
+            raise ValueError(f"{name}[{i}] importance must be 1-5, got {item.importance}")
+        out.append(item)
+    if not out:
+        raise ValueError(f"{name} is empty; pass None to generate questions from the source")
+    return tuple(out)
+
+
+def _check_dimensions(name: str, value: Any) -> tuple[str, ...]:
+    return normalise_dimensions(value)  # None = all, [] = none; errors name the dimensions
+
+
+def _check_embedder(name: str, value: Any) -> Any:
+    if value is not None and not callable(getattr(value, "embed", None)):
+        raise TypeError(f"{name} must have embed(texts) -> vectors; got {value!r}")
+    return value
+
+
+def _check_spacy_model(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(f"{name} must be a pipeline name, got {value!r}")
+    return value
+
+
+def option(default: Any, check: Check, help: str, *, compare: bool = True) -> Any:
+    """A field of :class:`OptionFields`: its default, its check and one line of help."""
+    return field(default=default, compare=compare, metadata={"check": check, "help": help})
+
+
+# ---------------------------------------------------------------------------------------------
+# The declaration
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class OptionFields:
+    """The options of :func:`shared.ascore_summary`, as dataclass fields with their defaults.
+
+    A base class for any surface that needs them as fields (the Ragas metric inherits it);
+    validation happens in :class:`ScoreOptions`.
+    """
+
+    n: int = option(DEFAULT_N, _check_n, "Questions generated per source.")
+    questions: tuple[UserQuestion, ...] | None = option(
+        None, _check_questions, "Your own questions (strings or {question, importance})."
+    )
+    beta: float = option(1.0, _check_beta, "F-beta weight of coverage over alignment.")
+    combine: Literal["fbeta", "min"] = option(
+        "fbeta", _one_of("fbeta", "min"), "fbeta or min (DeepEval's rule)."
+    )
+    retries: int = option(2, _int_at_least(0), "Retries of an invalid judge reply.")
+    cache: Any = option(
+        True,
+        _check_cache,
+        "Judge cache: True (memory), False, a SQLite path, or a store.",
+        compare=False,
+    )
+    concurrency: int = option(
+        DEFAULT_CONCURRENCY, _int_at_least(1), "Judge calls in flight at once per judge."
+    )
+    dimensions: tuple[str, ...] = option(
+        DIMENSIONS, _check_dimensions, "Text-quality dimensions to compute (empty = none)."
+    )
+    embedder: Any = option(
+        None,
+        _check_embedder,
+        "An object with embed(texts) -> vectors; None = all-MiniLM-L6-v2.",
+        compare=False,
+    )
+    spacy_model: str = option(DEFAULT_SPACY_MODEL, _check_spacy_model, "spaCy pipeline name.")
+    density_target: float = option(
+        DEFAULT_TARGET, _positive_number, "Entity density the density dimension aims at."
+    )
+    density_tolerance: float = option(
+        DEFAULT_TOLERANCE, _positive_number, "How far from the target density still scores 1."
+    )
+    coherence_formula: str = option(
+        FORMULAS[0],
+        _one_of(*FORMULAS),
+        "entity_grid (tracks human coherence on SummEval) or article (embedding cosine).",
+    )
+    context_budget: int = option(
+        DEFAULT_CONTEXT_BUDGET,
+        _int_at_least(MIN_CONTEXT_BUDGET, " (estimated tokens)", ValueError),
+        "Largest prompt in estimated tokens; longer sources are chunked.",
+    )
+    samples: int = option(
+        1,
+        _check_samples,
+        "Independent judge samples per row (k > 1: mean and spread over k scorings).",
+    )
+
+
+class ScoreOptionsKwargs(TypedDict, total=False):
+    """The keyword form of :class:`OptionFields` (``**options: Unpack[ScoreOptionsKwargs]``)."""
+
+    n: int
+    questions: Iterable[str | dict[str, Any] | UserQuestion] | None
+    beta: float
+    combine: Literal["fbeta", "min"]
+    retries: int
+    cache: bool | str | Path | Any
+    concurrency: int
+    dimensions: Iterable[str]
+    embedder: Any
+    spacy_model: str
+    density_target: float
+    density_tolerance: float
+    coherence_formula: str
+    context_budget: int
+    samples: int
+
+
+OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(OptionFields))
+"""Every option, in declaration order."""
+
+
+@dataclass(unsafe_hash=True)
+class ScoreOptions(OptionFields):
+    """Validated, immutable options of one scoring call (hashable: usable as a cache key).
+
+    Build it with keywords (each checked, with an error naming the option) or from a dict with
+    :meth:`from_kwargs`, which also rejects unknown names.
+    """
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(OptionFields):
+            value = f.metadata["check"](f.name, getattr(self, f.name))
+            object.__setattr__(self, f.name, value)
+        object.__setattr__(
+            self,
+            "_dimension_settings",
+            DimensionSettings(
+                dimensions=self.dimensions,
+                spacy_model=self.spacy_model,
+                embedder=self.embedder,
+                density_target=self.density_target,
+                density_tolerance=self.density_tolerance,
+                coherence_formula=self.coherence_formula,
+            ),
+        )
+        object.__setattr__(self, "_frozen", True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if getattr(self, "_frozen", False):
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    @property
+    def dimension_settings(self) -> DimensionSettings:
+        return self._dimension_settings  # type: ignore[attr-defined]
+
+    @classmethod
+    def from_kwargs(cls, options: dict[str, Any] | ScoreOptionsKwargs) -> ScoreOptions:
+        """Options from keywords; an option not given keeps its default."""
+        check_names(options)
+        return cls(**options)
+
+    def merged(self, **given: Any) -> ScoreOptions:
+        """These options with ``given`` on top (what is not given keeps its value here)."""
+        check_names(given)
+        return dataclasses.replace(self, **given)
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """Every option by name (what :meth:`from_kwargs` takes back)."""
+        return {name: getattr(self, name) for name in OPTION_NAMES}
+
+
+def check_names(options: Iterable[str]) -> None:
+    """TypeError naming any unknown option and listing the known ones."""
+    unknown = sorted(set(options) - set(OPTION_NAMES))
+    if unknown:
+        raise TypeError(
+            f"unknown option(s) {', '.join(unknown)}; "
+            f"expected some of {', '.join(sorted(OPTION_NAMES))}"
+        )
+
+
+DEFAULTS = ScoreOptions()
+"""Every option at its default (``DEFAULTS.n``, ...): what adapters and the CLI default to."""
+
+
+def option_help(name: str) -> str:
+    """The one line of help declared with option ``name``."""
+    return {f.name: f.metadata["help"] for f in dataclasses.fields(OptionFields)}[name]
+
+
+# ---------------------------------------------------------------------------------------------
+# Input checks (the other half of "what a call accepts")
+# ---------------------------------------------------------------------------------------------
+
+
+def normalise_source(source: object) -> str:
+    """A string, or a list of strings (Ragas's ``reference_contexts``) joined by blank lines."""
+    if isinstance(source, str):
+        text = source
+    elif isinstance(source, list | tuple):
+        for i, part in enumerate(source):
+            if not isinstance(part, str):
+                raise TypeError(f"source[{i}] must be a str, got {type(part).__name__}")
+        text = "\n\n".join(part.strip() for part in source if part.strip())
+    else:
+        raise TypeError(f"source must be a str or a list of str, got {type(source).__name__}")
+    if not text.strip():
+        raise ValueError("source is empty or whitespace only: there is nothing to summarise")
+    return text.strip()
+
+
+def check_summary(summary: object) -> str:
+    if not isinstance(summary, str):
+        raise TypeError(f"summary must be a str, got {type(summary).__name__}")
+    return summary.strip()
+
+
+__all__ = [
+    "DEFAULTS",
+    "DEFAULT_CONCURRENCY",
+    "DEFAULT_CONTEXT_BUDGET",
+    "DEFAULT_N",
+    "MAX_SAMPLES",
+    "MIN_CONTEXT_BUDGET",
+    "OPTION_NAMES",
+    "OptionFields",
+    "ScoreOptions",
+    "ScoreOptionsKwargs",
+    "UserQuestion",
+    "check_names",
+    "check_summary",
+    "normalise_source",
+    "option",
+    "option_help",
+]

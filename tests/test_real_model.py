@@ -1,0 +1,264 @@
+"""End to end against a real model: llama.cpp's ``llama-server`` with SmolLM2-135M-Instruct.
+
+Run with ``pytest -m real_model`` after ``eval "$(scripts/real_model_setup.sh)"`` (which builds
+the server and unpacks the model, cached; it prints SUMMARY_EVAL_LLAMA_SERVER and
+SUMMARY_EVAL_GGUF). Without those variables every test here is skipped, and the default
+``pytest`` run deselects them (pyproject's ``-m 'not real_model'``).
+
+A 135M model is no judge: these tests assert the plumbing, not the quality. Every row ends
+scored, or unscored with a reason naming what failed; no exception escapes; the server's real
+``usage`` is recorded; a rerun from the cache makes no call.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shared import OpenAIJudge, SQLiteStore, score_summaries
+
+pytestmark = pytest.mark.real_model
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples" / "summaries.jsonl"
+SERVER_ENV, MODEL_ENV = "SUMMARY_EVAL_LLAMA_SERVER", "SUMMARY_EVAL_GGUF"
+MODEL = "smollm2"
+MAX_TOKENS = 1024
+"""Today's schemas leave lists unbounded, and llama-server's default reply length is "until the
+context is full": the tests bound replies the way a user must until the schemas do."""
+REASON = re.compile(r"still invalid|judge call failed|truncated|coverage is undefined")
+"""What an unscored row's reason names: the judge step that failed and why."""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A llama-server on 127.0.0.1 (free port, 32768 context over 4 slots, 2 threads, or
+    SUMMARY_EVAL_LLAMA_THREADS: on a busy machine 1 thread is faster); yields
+    its OpenAI base URL once ``/health`` answers 200 (it answers 503 while the model loads)."""
+    binary, gguf = os.environ.get(SERVER_ENV), os.environ.get(MODEL_ENV)
+    if not (binary and gguf and Path(binary).exists() and Path(gguf).exists()):
+        pytest.skip(f"set {SERVER_ENV} and {MODEL_ENV} (scripts/real_model_setup.sh prints them)")
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("llama") / "server.log"
+    log = log_path.open("wb")
+    command = [binary, "-m", gguf, "--host", "127.0.0.1", "--port", str(port)]
+    threads = os.environ.get("SUMMARY_EVAL_LLAMA_THREADS", "2")
+    command += ["-c", "32768", "-np", "4", "-t", threads, "--alias", MODEL]
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    root = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    try:
+        while not _healthy(root):
+            if process.poll() is not None:
+                pytest.fail(f"llama-server exited ({process.returncode}): {log_path.read_text()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama-server not healthy within 180 s: {log_path}")
+            time.sleep(0.5)
+        yield f"{root}/v1"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+def _rows() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in EXAMPLES.read_text().splitlines() if line.strip()]
+
+
+def _judge(url: str) -> OpenAIJudge:
+    return OpenAIJudge(MODEL, base_url=url, max_tokens=MAX_TOKENS, timeout=900, max_retries=1)
+
+
+def _assert_plumbing(results: list[Any], n: int) -> None:
+    assert len(results) == n
+    for result in results:
+        if result.score is None:
+            assert result.error and REASON.search(result.error), result.error
+        else:
+            assert 0.0 <= result.score <= 1.0 and not math.isnan(result.score)
+
+
+@pytest.fixture(scope="module")
+def examples_run(llama_server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The 8 example rows through score_summaries once (a slow step: shared by the tests)."""
+    rows = _rows()
+    cache = tmp_path_factory.mktemp("cache") / "judge.sqlite3"
+    judge = _judge(llama_server)
+    started = time.monotonic()
+    results = score_summaries(
+        [(r["source"], r["summary"]) for r in rows], judge=judge, cache=cache, concurrency=4
+    )
+    wall = time.monotonic() - started
+    print(
+        f"\nreal model: {sum(r.scored for r in results)}/{len(rows)} scored, usage "
+        f"{judge.usage}, mode {judge.mode}, wall {wall:.0f} s"
+    )
+    for row, result in zip(rows, results, strict=True):
+        print(f"  {row['id']}: {result.score if result.scored else result.error}")
+    return {"rows": rows, "results": results, "judge": judge, "cache": cache}
+
+
+def test_every_example_row_ends_scored_or_unscored_with_a_reason(
+    examples_run: dict[str, Any],
+) -> None:
+    _assert_plumbing(examples_run["results"], len(examples_run["rows"]))
+
+
+def test_real_usage_is_recorded_and_the_mode_is_json_schema(examples_run: dict[str, Any]) -> None:
+    judge = examples_run["judge"]
+    assert judge.usage["calls"] > 0
+    assert judge.usage["prompt_tokens"] > 0 and judge.usage["completion_tokens"] > 0
+    assert judge.mode == "json_schema"  # llama-server takes it (and enforces it by grammar)
+
+
+def test_a_cached_rerun_makes_no_call(examples_run: dict[str, Any], llama_server: str) -> None:
+    # Only validated answers are cached, so a rerun asks again exactly for the steps that
+    # failed: the rows that were scored must come back from the cache without any call.
+    scored = [
+        (row, result)
+        for row, result in zip(examples_run["rows"], examples_run["results"], strict=True)
+        if result.scored
+    ]
+    if not scored:
+        pytest.skip("no example row was scored, so no row is wholly in the cache")
+    judge = _judge(llama_server)
+    again = score_summaries(
+        [(row["source"], row["summary"]) for row, _ in scored],
+        judge=judge,
+        cache=SQLiteStore(examples_run["cache"]),
+    )
+    assert judge.usage["calls"] == 0
+    assert [r.score for r in again] == pytest.approx([r.score for _, r in scored])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="today's schemas leave lists and strings unbounded: the small model runs on to "
+    "max_tokens (finish_reason=length); the bounded schemas (issue 13, phase 2) fix this",
+)
+def test_at_least_six_of_eight_example_rows_are_scored(examples_run: dict[str, Any]) -> None:
+    assert sum(r.scored for r in examples_run["results"]) >= 6
+
+
+def test_ragas_evaluate_against_the_real_model(llama_server: str) -> None:
+    from openai import AsyncOpenAI
+    from ragas import EvaluationDataset, evaluate
+    from ragas.llms import llm_factory
+
+    from ragas_ext import SummaryQuality
+
+    rows = _rows()[:2]
+    client = AsyncOpenAI(base_url=llama_server, api_key="x", max_retries=1, timeout=900)
+    llm = llm_factory(MODEL, client=client, max_tokens=MAX_TOKENS)
+    data = EvaluationDataset.from_list(
+        [{"reference_contexts": [r["source"]], "response": r["summary"]} for r in rows]
+    )
+    frame = evaluate(data, metrics=[SummaryQuality(n=3)], llm=llm, show_progress=False).to_pandas()
+    assert len(frame) == 2
+    column = frame[SummaryQuality().name]
+    assert all(math.isnan(v) or 0.0 <= v <= 1.0 for v in column)
+
+
+def test_deepeval_evaluate_against_the_real_model(
+    llama_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deepeval import evaluate
+    from deepeval.evaluate.configs import DisplayConfig
+    from deepeval.models import DeepEvalBaseLLM
+    from deepeval.test_case import LLMTestCase
+    from openai import AsyncOpenAI, OpenAI
+
+    from deepeval_ext import SummaryQualityMetric
+
+    monkeypatch.chdir(tmp_path)  # DeepEval writes ./.deepeval/
+
+    class LlamaServer(DeepEvalBaseLLM):
+        def __init__(self) -> None:
+            super().__init__(MODEL)
+
+        def load_model(self) -> AsyncOpenAI:
+            return AsyncOpenAI(base_url=llama_server, api_key="x", max_retries=1, timeout=900)
+
+        def get_model_name(self) -> str:
+            return MODEL
+
+        async def a_generate(self, prompt: str) -> str:
+            reply = await self.model.chat.completions.create(
+                model=MODEL,
+                messages=[{"role": "user", "content": prompt}],
+                response_format={"type": "json_object"},
+                max_tokens=MAX_TOKENS,
+            )
+            return reply.choices[0].message.content or ""
+
+        def generate(self, prompt: str) -> str:
+            client = OpenAI(base_url=llama_server, api_key="x", max_retries=1, timeout=900)
+            reply = client.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": prompt}], max_tokens=MAX_TOKENS
+            )
+            return reply.choices[0].message.content or ""
+
+    rows = _rows()[:2]
+    result = evaluate(
+        [LLMTestCase(input=r["source"], actual_output=r["summary"]) for r in rows],
+        metrics=[SummaryQualityMetric(model=LlamaServer(), n=3)],
+        display_config=DisplayConfig(print_results=False, show_indicator=False),
+    )
+    assert len(result.test_results) == 2
+    for test_result in result.test_results:
+        data = test_result.metrics_data[0]
+        assert (data.score is not None and 0.0 <= data.score <= 1.0) or data.error, data
+
+
+def test_the_cli_against_the_real_model(llama_server: str, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from shared.cli.app import app
+
+    data = tmp_path / "two.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in _rows()[:2]))
+    out = tmp_path / "two.results.jsonl"
+    args = ["score", str(data), "-o", str(out), "--base-url", llama_server, "--model", MODEL]
+    args += ["--n", "3", "--no-cache", "--timeout", "900", "--concurrency", "4"]
+    result = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output  # 1: some rows unscored, with reasons
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 2
+    for row in rows:
+        assert row["status"] in ("ok", "unscored"), row
+        if row["status"] == "unscored":
+            assert row["error"], row
+    check = CliRunner().invoke(
+        app, ["check-judge", "--base-url", llama_server, "--model", MODEL, "--timeout", "900"]
+    )
+    assert check.exit_code in (0, 1), check.output  # reachable; caveats from a 135M model
+    assert "json_schema" in check.output
