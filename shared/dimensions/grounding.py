@@ -34,9 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, Field
-
-from .evidence import DimensionResult
+from .evidence import GroundingEvidence, GroundingItem
 from .nlp import DEFAULT_SPACY_MODEL, load_pipeline
 
 PRIOR = 4.0
@@ -423,29 +421,6 @@ def summary_items(doc: Any) -> list[CheckItem]:
             continue
         items.append(CheckItem(tok.text, "NUMBER", tok.sent.text.strip()))
     return items
-
-
-class GroundingItem(BaseModel):
-    text: str
-    label: str = Field(description="spaCy label (PERSON, MONEY, ...) or NUMBER")
-    sentence: str = Field(description="The summary sentence it is in.")
-    supported: bool
-    how: str = Field(default="", description="Which rule found it in the source, or why not.")
-    source_part: int | None = Field(default=None, description="0-based source string it is in.")
-    source_offset: int | None = Field(default=None, description="Char offset in that string.")
-    source_snippet: str | None = None
-
-
-class GroundingEvidence(DimensionResult):
-    item_count: int = 0
-    supported_count: int = 0
-    share: float | None = Field(default=None, description="supported / items, unsmoothed")
-    prior: float = PRIOR
-    unsupported: list[GroundingItem] = Field(default_factory=list)
-    supported: list[GroundingItem] = Field(default_factory=list)
-    skipped: list[str] = Field(
-        default_factory=list, description="Items with nothing checkable (e.g. 'last year')."
-    )
 
 
 def _contiguous(idx: SourceIndex, words: Sequence[str]) -> int | None:
