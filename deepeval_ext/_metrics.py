@@ -74,8 +74,13 @@ class _SummaryMetricBase(BaseMetric):
         # core's options are explicit parameters here (tests/test_option_surfaces.py checks that
         # each one is, with the core's default); ``dimensions=None`` means "not given".
         self.threshold = 1 if strict_mode else threshold
-        self.model, self.using_native_model = initialize_model(model)
-        self.evaluation_model = self.model.get_model_name()
+        if model is None and not self._needs_llm():
+            # a sub-score computed from the text alone: no LLM is built, none is called
+            self.model, self.using_native_model = None, False
+            self.evaluation_model = "none (computed without an LLM)"
+        else:
+            self.model, self.using_native_model = initialize_model(model)
+            self.evaluation_model = self.model.get_model_name()
         self.include_reason = include_reason
         self.strict_mode = strict_mode
         self.async_mode = async_mode
@@ -102,6 +107,11 @@ class _SummaryMetricBase(BaseMetric):
     @property
     def __name__(self) -> str:  # type: ignore[override]
         return self._display_name
+
+    def _needs_llm(self) -> bool:
+        """Whether this metric's own value needs a judge (False for the sub-scores that are
+        computed from the text alone, :data:`shared.SUB_SCORES` ``needs="nothing"``)."""
+        return self._score_key not in _NEEDS_NOTHING
 
     # -- measuring: one async path, one sync wrapper -----------------------------------------
 
@@ -142,7 +152,9 @@ class _SummaryMetricBase(BaseMetric):
                 evaluation = await ascore_summary(
                     test_case.input,
                     test_case.actual_output,
-                    judge=judge_for(self.model, use_async=self.async_mode),
+                    judge=None
+                    if self.model is None
+                    else judge_for(self.model, use_async=self.async_mode),
                     **self._score_options(),
                 )
             except (TypeError, ValueError) as exc:
@@ -322,11 +334,15 @@ class SummarySubScoreMetric(_SummaryMetricBase):
 
     def _reason(self, evaluation: SummaryEvaluation) -> str:
         value = evaluation.sub_scores()[self.sub_score]
+        if self.model is None:  # no LLM on purpose: the dimension's own account, not "no judge"
+            evidence = getattr(evaluation.dimension_evidence, self.sub_score, None)
+            return f"{self.sub_score} {value:.2f}: {getattr(evidence, 'reason', '')}"
         return f"{self.sub_score} {value:.2f}. {evaluation.reason}"
 
 
 _CORE_SCORES = frozenset(s.name for s in SUB_SCORES if not s.dimension)
 """The headline score and the sub-scores it is made of (not text-quality dimensions)."""
+_NEEDS_NOTHING = frozenset(s.name for s in SUB_SCORES if s.needs == "nothing")
 
 OPTION_PARAMETERS: dict[str, str] = {
     name: "assessment_questions" if name == "questions" else name for name in OPTION_NAMES
@@ -379,6 +395,15 @@ class SummaryConcisenessMetric(SummarySubScoreMetric):
     fixed_sub_score = "conciseness"
 
 
+class SummaryGroundingMetric(SummarySubScoreMetric):
+    """Share of the summary's names, numbers and dates that its source states, LLM-free: the
+    summary's spaCy entities and numbers checked against a normalised index of the source
+    (docs/DIMENSIONS.md). Without ``model`` no LLM is built or called:
+    ``SummaryGroundingMetric(0.8).measure(case)`` runs offline."""
+
+    fixed_sub_score = "grounding"
+
+
 SUB_SCORE_METRICS: dict[str, type[SummarySubScoreMetric]] = {
     "alignment": SummaryAlignmentMetric,
     "coverage": SummaryCoverageMetric,
@@ -387,4 +412,5 @@ SUB_SCORE_METRICS: dict[str, type[SummarySubScoreMetric]] = {
     "non_redundancy": SummaryNonRedundancyMetric,
     "coherence": SummaryCoherenceMetric,
     "conciseness": SummaryConcisenessMetric,
+    "grounding": SummaryGroundingMetric,
 }
