@@ -4,12 +4,14 @@ index)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from shared import ascore_summary, score_summaries, score_summary
 from shared.dimensions import grounding as g
 from shared.dimensions.grounding import (
     CheckItem,
@@ -244,3 +246,85 @@ def test_long_source_is_indexed_without_spacy_and_found_at_the_end() -> None:
     (ev,) = grounding_scores([(source, "Zorana Petrovic paid $7,250 in May 2021.")])
     assert ev.score == 1.0 and ev.item_count >= 2
     assert all(i.source_offset and i.source_offset > len(filler) - 10 for i in ev.supported)
+
+
+# -- through the public pipeline ------------------------------------------------------------
+
+
+def test_pipeline_without_a_judge_ranks_hallucinated_examples_below_their_good_siblings() -> None:
+    rows = [json.loads(line) for line in EXAMPLES.read_text().splitlines() if line.strip()]
+    results = score_summaries([(r["source"], r["summary"]) for r in rows], judge=None)
+    by_id = {r["id"]: res for r, res in zip(rows, results, strict=True)}
+    pairs = [(i, i.replace("-hallucinated", "-good")) for i in by_id if i.endswith("-hallucinated")]
+    assert len(pairs) == 2
+    for bad, good in pairs:
+        assert by_id[good].grounding is not None and by_id[bad].grounding is not None
+        assert by_id[bad].grounding < by_id[good].grounding, by_id[bad].reason
+        evidence = by_id[bad].dimension_evidence.grounding
+        assert evidence is not None and evidence.unsupported
+        assert evidence.score == by_id[bad].grounding
+        assert f"grounding {by_id[bad].grounding:.2f}" in by_id[bad].reason
+        assert "|gnd:" in by_id[bad].signature
+    # the parse's items are the ones grounding_scores reads (one spaCy parse serves both)
+    direct = grounding_scores([(r["source"], r["summary"]) for r in rows])
+    assert [r.grounding for r in results] == [d.score for d in direct]
+
+
+def test_pipeline_indexes_each_source_once_per_batch_and_shares_the_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import shared.dimensions.batching as batching
+    import shared.dimensions.compute as compute
+    from shared.dimensions import nlp
+
+    indexed: list[Any] = []
+    real_index = g.index_source
+
+    def counting_index(src: Any) -> g.SourceIndex:
+        indexed.append(src)
+        return real_index(src)
+
+    monkeypatch.setattr(batching, "index_source", counting_index)
+    monkeypatch.setattr(compute, "index_source", counting_index)
+    analysed: list[int] = []
+    real_analyse = nlp.analyse_texts
+
+    def counting_analyse(texts: Any, *args: Any, **kw: Any) -> Any:
+        analysed.append(len(texts))
+        return real_analyse(texts, *args, **kw)
+
+    monkeypatch.setattr(compute, "analyse_texts", counting_analyse)
+    source = "Andros Townsend scored 2 goals for England in Turin on Tuesday."
+    other = ["Paul Merson wrote a column.", "It ran on Sky Sports."]
+    pairs: list[tuple[Any, str]] = [(source, f"Townsend scored {k} goals.") for k in range(20)]
+    pairs += [(other, "Merson wrote for Sky Sports.")] * 3
+    results = score_summaries(pairs, judge=None, dimensions=["grounding"])
+    assert indexed == [source, "\n\n".join(other)]  # a list source is joined, then indexed once
+    assert analysed == [23]  # one parse of the summaries; the sources are never parsed
+    wrong = pytest.approx(g.PRIOR / (g.PRIOR + g.NUMBER_WEIGHT))  # one number, not the source's
+    assert [r.grounding for r in results[:20]] == [1.0 if k == 2 else wrong for k in range(20)]
+    assert all(r.grounding == 1.0 for r in results[20:])
+
+    # concurrent single calls (what Ragas and DeepEval make) share one index too
+    indexed.clear()
+
+    async def singles() -> list[Any]:
+        return await asyncio.gather(
+            *(ascore_summary(s, m, judge=None, dimensions=["grounding"]) for s, m in pairs[:20])
+        )
+
+    assert [r.grounding for r in asyncio.run(singles())] == [r.grounding for r in results[:20]]
+    assert indexed == [source]
+
+
+def test_grounding_alone_or_switched_off() -> None:
+    source = "Andros Townsend scored 2 goals for England."
+    alone = score_summary(source, "Townsend scored 3 goals.", judge=None, dimensions=["grounding"])
+    assert alone.grounding is not None and alone.grounding < 1.0 and alone.density is None
+    assert "|gnd:" in alone.signature and "|spacy:" in alone.signature
+    off = score_summary(source, "Townsend scored 3 goals.", judge=None, dimensions=["density"])
+    assert off.grounding is None and off.dimension_evidence.grounding is None
+    assert "|gnd:" not in off.signature
+    none = score_summary(source, "It went well.", judge=None, dimensions=["grounding"])
+    assert none.grounding is None
+    assert "no name, number or date" in none.dimension_evidence.grounding.reason
