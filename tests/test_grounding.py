@@ -328,3 +328,16 @@ def test_grounding_alone_or_switched_off() -> None:
     none = score_summary(source, "It went well.", judge=None, dimensions=["grounding"])
     assert none.grounding is None
     assert "no name, number or date" in none.dimension_evidence.grounding.reason
+
+
+def test_pipeline_indexes_a_long_source_off_the_event_loop() -> None:
+    import shared.dimensions.batching as batching
+
+    filler = "The committee met again and discussed the same report at length. " * 500
+    source = filler + "Finally Zorana Petrovic paid 7,250 dollars on 3 May 2021."
+    assert len(source) > batching.INLINE_INDEX_CHARS  # the worker-thread path
+    summaries = ["Zorana Petrovic paid $7,250 in May 2021.", "Petrovic paid $9,000 in 2021."]
+    good, bad = score_summaries([(source, s) for s in summaries], judge=None)
+    assert good.grounding == 1.0
+    assert bad.grounding is not None and bad.grounding < 1.0
+    assert [i.text for i in bad.dimension_evidence.grounding.unsupported] == ["9,000"]

@@ -19,8 +19,8 @@ from .compute import DimensionSettings, SummaryAnalysis, add_embeddings, analyse
 from .grounding import SourceIndex, index_source
 from .nlp import TextAnalysis
 
-INLINE_INDEX_CHARS = 200_000
-"""Sources up to this length are indexed on the event loop (a few milliseconds: a thread hop
+INLINE_INDEX_CHARS = 20_000
+"""Sources up to this length are indexed on the event loop (about 15 ms at most: a thread hop
 would cost more); longer ones in a worker thread, so a huge source never blocks the judge calls."""
 
 
