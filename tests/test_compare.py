@@ -306,3 +306,4 @@ def test_cli_refuses_a_file_that_is_not_a_results_file(tmp_path: Path) -> None:
     assert code == 2 and "not found" in text
     code, text = run_cli("compare", a, tmp_path / "b.txt")
     assert code == 2
+
