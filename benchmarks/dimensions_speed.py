@@ -13,7 +13,15 @@ lemmatizer excluded) and the same MiniLM model; loading is not timed. The parser
 splits the sentences, and the default coherence reads its dependency labels (entity grid,
 fragments), so coherence adds no component to either variant. Target: ours <= 1.3x bare.
 
+- ``grounding``: what the grounding dimension adds to ``ours``: reading the checkable items off
+  the summaries' parse (made beforehand, untimed: the batch already makes it), indexing each
+  distinct source and checking the items. Target: grounding <= 0.1x ours.
+
+``--long-source`` instead times indexing one source of 125k to 1M words (SummEval articles
+repeated) and checking one summary against it, to show the cost is linear in source length.
+
     .venv/bin/python benchmarks/dimensions_speed.py [--repeats 2] [--limit 800]
+    .venv/bin/python benchmarks/dimensions_speed.py --long-source
 """
 
 from __future__ import annotations
@@ -49,7 +57,14 @@ def child(variant: str, limit: int) -> dict[str, float]:
     list(nlp.pipe(texts[:16]))
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    if variant == "bare":
+    if variant == "grounding":
+        from shared.dimensions.grounding import grounding_scores
+
+        docs = list(nlp.pipe(texts, batch_size=64))  # the batch's parse, shared (untimed)
+        start = time.perf_counter()
+        results = grounding_scores(pairs, summary_docs=docs)
+        assert len(results) == len(pairs)
+    elif variant == "bare":
         docs = list(nlp.pipe(texts, batch_size=64))
         sentences = [s.text for doc in docs for s in doc.sents]
         embedder._load().encode(sentences, batch_size=64, normalize_embeddings=True)
@@ -69,14 +84,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--limit", type=int, default=800)
-    parser.add_argument("--child", choices=["bare", "ours"], help=argparse.SUPPRESS)
+    parser.add_argument("--long-source", action="store_true", help="time 125k-1M word sources")
+    parser.add_argument("--child", choices=["bare", "ours", "grounding"], help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.long_source:
+        long_source()
+        return
     if args.child:
         print(json.dumps(child(args.child, args.limit)))
         return
-    runs: dict[str, list[dict[str, float]]] = {"bare": [], "ours": []}
+    runs: dict[str, list[dict[str, float]]] = {"bare": [], "ours": [], "grounding": []}
     for _ in range(args.repeats):
-        for variant in ("bare", "ours"):
+        for variant in ("bare", "ours", "grounding"):
             out = subprocess.run(
                 [sys.executable, __file__, "--child", variant, "--limit", str(args.limit)],
                 check=True,
@@ -95,6 +114,31 @@ def main() -> None:
         print(f"| {variant} | {best[variant]:.2f} | {peak:.0f} | {growth:.0f} |")
     ratio = best["ours"] / best["bare"]
     print(f"\nours / bare = {ratio:.2f}x (target <= 1.3x): {'OK' if ratio <= 1.3 else 'OVER'}")
+    extra = best["grounding"] / best["ours"]
+    verdict = "OK" if extra <= 0.1 else "OVER"
+    print(f"grounding / ours = {extra:.3f}x (target <= 0.1x): {verdict}")
+
+
+def long_source() -> None:
+    """Index one long source and check one summary against it, at doubling lengths."""
+    sys.path.insert(0, str(ROOT))
+    from shared.dimensions.grounding import grounding_scores
+    from shared.dimensions.nlp import load_pipeline
+
+    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+    articles = list(dict.fromkeys(r["article"] for r in rows))
+    base = " ".join(articles).split()
+    summary = rows[0]["summary"]
+    doc = load_pipeline()(summary)
+    print("| source words | seconds | seconds per million words |")
+    print("|---|---|---|")
+    for words in (125_000, 250_000, 500_000, 1_000_000):
+        source = " ".join(base[i % len(base)] for i in range(words))
+        start = time.perf_counter()
+        (ev,) = grounding_scores([(source, summary)], summary_docs=[doc])
+        seconds = time.perf_counter() - start
+        assert ev.score is not None
+        print(f"| {words:,} | {seconds:.2f} | {seconds / words * 1e6:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

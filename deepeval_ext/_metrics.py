@@ -331,6 +331,9 @@ class SummarySubScoreMetric(_SummaryMetricBase):
 
     def _reason(self, evaluation: SummaryEvaluation) -> str:
         value = evaluation.sub_scores()[self.sub_score]
+        if self.model is None:  # no LLM on purpose: the dimension's own account, not "no judge"
+            evidence = getattr(evaluation.dimension_evidence, self.sub_score, None)
+            return f"{self.sub_score} {value:.2f}: {getattr(evidence, 'reason', '')}"
         return f"{self.sub_score} {value:.2f}. {evaluation.reason}"
 
 
@@ -388,6 +391,15 @@ class SummaryConcisenessMetric(SummarySubScoreMetric):
     fixed_sub_score = "conciseness"
 
 
+class SummaryGroundingMetric(SummarySubScoreMetric):
+    """Share of the summary's names, numbers and dates that its source states, LLM-free: the
+    summary's spaCy entities and numbers checked against a normalised index of the source
+    (docs/DIMENSIONS.md). Without ``model`` no LLM is built or called:
+    ``SummaryGroundingMetric(0.8).measure(case)`` runs offline."""
+
+    fixed_sub_score = "grounding"
+
+
 SUB_SCORE_METRICS: dict[str, type[SummarySubScoreMetric]] = {
     "alignment": SummaryAlignmentMetric,
     "coverage": SummaryCoverageMetric,
@@ -396,4 +408,5 @@ SUB_SCORE_METRICS: dict[str, type[SummarySubScoreMetric]] = {
     "non_redundancy": SummaryNonRedundancyMetric,
     "coherence": SummaryCoherenceMetric,
     "conciseness": SummaryConcisenessMetric,
+    "grounding": SummaryGroundingMetric,
 }

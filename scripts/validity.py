@@ -6,8 +6,9 @@ with a human rating over its 16 summaries, then average over articles. Articles 
 left out; the number used is printed beside each cell.
 
 Without a judge it scores every deterministic dimension (both coherence formulas, with the
-inputs of each) and, with ``--cv``, cross-validates the coherence weights: 5 folds grouped by
-article, the weights picked on 4 folds from a small grid, the Spearman measured on the fifth.
+inputs of each; ``grounding``, with its unsupported counts) and, with ``--cv``, cross-validates
+the coherence weights and the grounding prior and number weight: 5 folds grouped by article, the
+weights picked on 4 folds from a small grid, the Spearman measured on the fifth.
 With ``--base-url`` and ``--model`` (any OpenAI-compatible endpoint) it also scores the judged
 parts: the F-beta ``score``, ``alignment``, ``coverage``, ``specificity`` and the judged
 ``non_redundancy``.
@@ -41,11 +42,22 @@ from shared.dimensions.coherence import (  # noqa: E402
     FRAGMENT_WEIGHT,
     REPEAT_WEIGHT,
 )
+from shared.dimensions.grounding import (  # noqa: E402
+    NAME_LABELS,
+    NUMBER_WEIGHT,
+    PRIOR,
+    GroundingEvidence,
+    grounding_scores,
+)
 
 HUMAN = ("coherence", "consistency", "fluency", "relevance")
 DETERMINISTIC = ["density", "non_redundancy", "coherence", "conciseness"]
 WEIGHT_GRID = (0.0, 0.25, 0.5, 1.0, 2.0)
 """Candidate values of each coherence weight (repeat, fragment) in the cross-validation."""
+PRIOR_GRID = (0.0, 0.5, 1.0, 2.0, 4.0)
+"""Candidate grounding priors (pseudo-items counted as supported) in the cross-validation."""
+NUMBER_WEIGHT_GRID = (0.5, 1.0, 2.0)
+"""Candidate weights of a number/date item against a name item in the cross-validation."""
 
 Values = dict[str, list[float | None]]
 
@@ -79,6 +91,114 @@ def deterministic_values(results: Sequence[SummaryEvaluation]) -> Values:
 def _neg(count: int, penalty: float | None) -> float | None:
     """Counts are problems, so the negative is reported (positive rho = tracks humans)."""
     return None if penalty is None else -float(count)
+
+
+GroundingCounts = tuple[int, int, int, int]
+"""(supported names, unsupported names, supported numbers/dates, unsupported numbers/dates)."""
+
+
+def grounding_counts(evidence: Sequence[GroundingEvidence]) -> list[GroundingCounts | None]:
+    out: list[GroundingCounts | None] = []
+    for ev in evidence:
+        if ev.score is None:
+            out.append(None)
+            continue
+        names = [i.label in NAME_LABELS for i in ev.supported]
+        bad = [i.label in NAME_LABELS for i in ev.unsupported]
+        out.append((sum(names), sum(bad), len(names) - sum(names), len(bad) - sum(bad)))
+    return out
+
+
+def grounding_formula(
+    counts: Sequence[GroundingCounts | None], prior: float, number_weight: float
+) -> list[float | None]:
+    """``(supported + prior) / (items + prior)``, a number/date item weighing ``number_weight``
+    names (the shipped score with prior PRIOR and weight NUMBER_WEIGHT)."""
+    out: list[float | None] = []
+    for c in counts:
+        if c is None:
+            out.append(None)
+            continue
+        good = c[0] + number_weight * c[2]
+        total = good + c[1] + number_weight * c[3]
+        out.append((good + prior) / (total + prior) if total + prior > 0 else None)
+    return out
+
+
+def grounding_values(evidence: Sequence[GroundingEvidence]) -> Values:
+    """The shipped grounding score, its raw share, and its unsupported counts (negated)."""
+    out: Values = defaultdict(list)
+    for ev in evidence:
+        missing = ev.score is None
+        bad_names = sum(i.label in NAME_LABELS for i in ev.unsupported)
+        out["grounding"].append(ev.score)
+        out["  - share supported (no prior)"].append(ev.share)
+        out["  - unsupported names"].append(None if missing else -float(bad_names))
+        out["  - unsupported numbers/dates"].append(
+            None if missing else -float(len(ev.unsupported) - bad_names)
+        )
+    return out
+
+
+def grouped_cv(
+    rows: Sequence[dict],
+    candidates: dict[tuple[float, ...], list[float | None]],
+    human: str,
+    *,
+    folds: int = 5,
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+) -> tuple[list[str], list[float]]:
+    """Pick the candidate with the best train rho on 4 folds of articles, measure the fifth.
+    Returns the first seed's per-fold table lines and every fold's test rho."""
+    articles = sorted({r["article_id"] for r in rows})
+    lines: list[str] = []
+    tests: list[float] = []
+    for seed in seeds:
+        order = articles[:]
+        random.Random(seed).shuffle(order)
+        for k in range(folds):
+            test = set(order[k::folds])
+            train = set(articles) - test
+            scored = [(summary_level(rows, v, human, train)[0], w) for w, v in candidates.items()]
+            scored = [t for t in scored if math.isfinite(t[0])]
+            train_rho, best = max(scored, key=lambda t: t[0])  # first of equals: grid order
+            test_rho, _, n_test = summary_level(rows, candidates[best], human, test)
+            tests.append(test_rho)
+            if seed == seeds[0]:
+                lines.append(
+                    f"| {seed} | {k + 1} | {n_test} | {best} | {train_rho:+.3f} | {test_rho:+.3f} |"
+                )
+    return lines, tests
+
+
+def cross_validate_grounding(
+    rows: Sequence[dict], counts: Sequence[GroundingCounts | None], *, folds: int = 5
+) -> str:
+    """Grouped k-fold CV of the grounding prior and number weight against human consistency."""
+    grid = list(itertools.product(PRIOR_GRID, NUMBER_WEIGHT_GRID))
+    candidates = {w: grounding_formula(counts, *w) for w in grid}
+    seeds = (0, 1, 2, 3, 4)
+    table_lines, tests = grouped_cv(rows, candidates, "consistency", folds=folds, seeds=seeds)
+    finite = [t for t in tests if math.isfinite(t)]
+    shipped = summary_level(rows, grounding_formula(counts, PRIOR, NUMBER_WEIGHT), "consistency")
+    return "\n".join(
+        [
+            f"Grounding by {folds}-fold CV grouped by article, against human consistency (grid "
+            f"{PRIOR_GRID} for the prior, {NUMBER_WEIGHT_GRID} for the number/date weight):",
+            "",
+            "| seed | fold | test articles defined | chosen (prior, number weight) | train rho "
+            "| test rho |",
+            "|---|---|---|---|---|---|",
+            *table_lines,
+            "",
+            f"seed 0: test rho {statistics.mean(finite[:folds]):+.3f} "
+            f"± {statistics.stdev(finite[:folds]):.3f} (mean ± sd over {folds} folds)",
+            f"seeds {list(seeds)}: test rho {statistics.mean(finite):+.3f} "
+            f"± {statistics.stdev(finite):.3f} over {len(finite)} folds",
+            f"shipped (prior {PRIOR:g}, number weight {NUMBER_WEIGHT:g}) on all of dev: "
+            f"rho {shipped[0]:+.3f} ({shipped[2]} articles defined)",
+        ]
+    )
 
 
 def judged_values(results: Sequence[SummaryEvaluation]) -> Values:
@@ -238,6 +358,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         **({} if judge else {"dimensions": DETERMINISTIC}),
     )
     values = deterministic_values(results)
+    grounding = grounding_scores(pairs)
+    values.update(grounding_values(grounding))
     if judge is not None:
         values.update(judged_values(results))
         unscored = [r for r in results if not r.scored]
@@ -250,6 +372,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.cv:
         print()
         print(cross_validate(rows, coherence_counts(results)))
+        print()
+        print(cross_validate_grounding(rows, grounding_counts(grounding)))
 
 
 if __name__ == "__main__":

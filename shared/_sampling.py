@@ -100,6 +100,9 @@ class SharedRowAnalysis:
             self._analysis = asyncio.ensure_future(self._batch.analysis(self._index))
         return await asyncio.shield(self._analysis)
 
+    async def source_index(self, source: str) -> Any:
+        return await self._batch.source_index(source)
+
 
 # ---------------------------------------------------------------------------------------------
 # k scorings -> one result

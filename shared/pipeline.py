@@ -100,7 +100,13 @@ async def _dimensions(
             except Exception as exc:
                 problem = failure_text(exc)
         analysis = await batch.analysis(index)
-        return build_evidence(settings, source, summary, analysis, review, problem)
+        source_index = None
+        if "grounding" in settings.dimensions:
+            try:  # one index per source, shared by its summaries in this batch
+                source_index = await batch.source_index(source)
+            except Exception:  # build_evidence indexes it again and reports the failure
+                source_index = None
+        return build_evidence(settings, source, summary, analysis, review, problem, source_index)
     except Exception as exc:
         return unavailable_evidence(
             settings, source, f"analysis failed: {type(exc).__name__}: {exc}"

@@ -37,7 +37,7 @@ class SummaryEvaluation(BaseModel):
     """Every sub-score (float in [0, 1], or None when unscored), evidence and provenance.
 
     ``error`` is None for a scored result and says why otherwise; an unscored result never
-    carries a partial score. The text-quality dimensions (``density`` … ``conciseness``) are
+    carries a partial score. The text-quality dimensions (``density`` … ``grounding``) are
     reported beside the score and do not enter it: an unscored result (including ``judge=None``)
     still carries the dimensions that could be computed, and a failed dimension is None with its
     reason in ``dimension_evidence`` without unscoring the result.
@@ -55,6 +55,7 @@ class SummaryEvaluation(BaseModel):
     non_redundancy: float | None = None
     coherence: float | None = None
     conciseness: float | None = None
+    grounding: float | None = None
     dimension_evidence: DimensionEvidence = Field(default_factory=DimensionEvidence)
     """Per text-quality dimension: its score, the reason (or why it is None), the raw evidence.
     A dimension switched off by the ``dimensions`` option has no entry (None)."""

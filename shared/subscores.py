@@ -56,6 +56,9 @@ SUB_SCORES: tuple[SubScore, ...] = (
     SubScore("non_redundancy", "judge_partly", "nonred", True, description="1 - repetition"),
     SubScore("coherence", "nothing", "coher", True, description="local coherence"),
     SubScore("conciseness", "nothing", "concis", True, description="length penalty"),
+    SubScore(
+        "grounding", "nothing", "ground", True, description="share of names/numbers/dates sourced"
+    ),
 )
 
 SUB_SCORE_NAMES: tuple[str, ...] = tuple(s.name for s in SUB_SCORES)

@@ -270,8 +270,15 @@ def test_no_judge_scores_deterministic_dimensions_and_says_what_was_skipped(
     by_id = {r["id"]: r for r in rows}
     # the deterministic redundancy check sees the repetitive summary
     assert by_id["almendra-repetitive"]["non_redundancy"] < by_id["almendra-good"]["non_redundancy"]
+    # grounding sees the invented numbers and names, with no judge
+    for name in ("harwick", "nordlicht"):
+        assert by_id[f"{name}-hallucinated"]["grounding"] < by_id[f"{name}-good"]["grounding"]
+    unsupported = by_id["nordlicht-hallucinated"]["evidence"]["dimension_evidence"]["grounding"]
+    assert any(i["text"] == "19 percent" for i in unsupported["unsupported"])
+    assert "ground" in text  # the table's column (short name)
     html = report.read_text()
     assert 'id="skipped-dimensions"' in html and "score, alignment, coverage" in html
+    assert '<mark class="unsupported">19 percent</mark>' in html
 
 
 def test_odd_files_are_read_row_by_row(tmp_path: Path) -> None:

@@ -112,7 +112,8 @@ def test_article_formula_is_selectable_and_always_in_the_evidence() -> None:
 def test_formula_setting_is_validated_and_signed() -> None:
     with pytest.raises(ValueError, match="coherence_formula"):
         DimensionSettings(coherence_formula="cosine")
-    assert DimensionSettings(coherence_formula="article").signature_part().endswith("|coh:article")
+    part = DimensionSettings(coherence_formula="article").signature_part()
+    assert part.endswith("|coh:article|gnd:4/2")  # grounding's part follows, in report order
     assert "|coh:entity_grid" in score_summary(SOURCE, LINKED, judge=None).signature
     off = score_summary(SOURCE, LINKED, judge=None, dimensions=["density"])
     assert "|coh:" not in off.signature

@@ -28,6 +28,7 @@ from deepeval_ext import (
     SummaryCoherenceMetric,
     SummaryCoverageMetric,
     SummaryDensityMetric,
+    SummaryGroundingMetric,
     SummaryQualityMetric,
     SummaryScoringError,
     SummarySubScoreMetric,
@@ -565,6 +566,8 @@ def test_measure_works_inside_a_running_event_loop(seed: tuple[str, str]) -> Non
 @pytest.mark.parametrize("name", sorted(SUB_SCORE_METRICS))
 def test_each_sub_score_metric_reports_the_cores_value(seed: tuple[str, str], name: str) -> None:
     source, summary = seed
+    if name == "grounding":  # the seed summary states no name, number or date to check
+        source, summary = SOURCE_B, SUMMARY_B
     longer = f"{summary} The app sends reminders. Users can log water. It gives workouts."
     for text in (summary, longer):  # one sentence and four
         metric = SUB_SCORE_METRICS[name](model=FakeDeepEvalModel(), threshold=0.0)
@@ -612,6 +615,31 @@ def test_dimension_metric_succeeds_when_the_judge_fails_only_the_headline(
     with pytest.raises(SummaryScoringError, match=r"unscored: .*ExtractedClaims"):
         coverage.measure(case(source, summary), _show_indicator=False)
     assert coverage.score is None and coverage.success is False
+
+
+def test_grounding_metric_runs_without_an_llm_in_evaluate() -> None:
+    """No model, no OPENAI_API_KEY (conftest removes it): nothing is built or called."""
+    metric = SummaryGroundingMetric(0.8)
+    assert metric.model is None and metric.threshold == 0.8
+    made_up = "The council approved 45 million dollars for tram lines in Oslo."
+    result = evaluate(
+        [case(SOURCE_B, SUMMARY_B), case(SOURCE_B, made_up)], metrics=[metric], display_config=QUIET
+    )
+    by_output = {k: v.metrics_data[0] for k, v in results_by_output(result).items()}
+    good, bad = by_output[SUMMARY_B], by_output[made_up]
+    assert good.error is None and good.success and good.score == 1.0
+    assert good.reason.startswith("grounding 1.00: ") and "Unscored" not in good.reason
+    assert bad.error is None and not bad.success and bad.score < 0.8
+    assert "'45 million dollars'" in bad.reason and "'Oslo'" in bad.reason
+    expected = score_summary(SOURCE_B, made_up, judge=None, dimensions=["grounding"])
+    assert bad.score == pytest.approx(expected.grounding)
+    assert copy_metrics([metric])[0].model is None
+    # with a model it is an ordinary sub-score metric (its breakdown has the judged scores)
+    judged = SummaryGroundingMetric(0.8, model=FakeDeepEvalModel())
+    assert judged.measure(case(SOURCE_B, made_up), _show_indicator=False) == pytest.approx(
+        expected.grounding
+    )
+    assert judged.score_breakdown["alignment"] is not None
 
 
 def test_alignment_threshold_separates_faithful_from_hallucinating(

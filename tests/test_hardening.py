@@ -275,6 +275,9 @@ def test_offline_worst_ranking_uses_the_dimensions_that_track_quality() -> None:
     assert rank_value(long_bad, keys) < rank_value(short_good, keys)
     assert rank_value({"score": 0.7, "coherence": 0.1}, keys) == 0.7
     assert rank_value({"density": 0.3}, keys) is None
+    # grounding (names and numbers the source lacks) ranks a hallucinated summary lower
+    invented = {**short_good, "grounding": 0.2}
+    assert rank_value(invented, keys) < rank_value({**short_good, "grounding": 1.0}, keys)
 
 
 def test_offline_rows_say_what_was_scored_and_what_was_skipped(tmp_path: Path) -> None:
@@ -288,7 +291,7 @@ def test_offline_rows_say_what_was_scored_and_what_was_skipped(tmp_path: Path) -
         assert "skipped" in row["reason"] and "score, alignment, coverage" in row["reason"]
     html = report.read_text()
     assert "Every row was scored." not in html
-    assert "coherence and non_redundancy" in html
+    assert "grounding, coherence and non_redundancy" in html
 
 
 def test_resume_with_other_settings_is_refused_without_force(tmp_path: Path) -> None:

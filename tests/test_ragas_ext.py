@@ -170,6 +170,8 @@ def test_dimensions_computed_on_an_unscored_row_are_reported(
 ) -> None:
     """The judge failing the headline score does not blank the dimensions it did not affect."""
     source, summary = seed
+    # a date the source states, so that grounding has an item to check (the seed has none)
+    source, summary = f"{source} It launches in March.", f"{summary} It launches in March."
     fake = FakeJudge({"ExtractedClaims": ["not json"] * 200})  # claims never extract
     metrics = summary_metrics("score", "coverage", *ragas_ext._metrics.DIMENSIONS)
     with stub_server(fake) as url, caplog.at_level(logging.WARNING, logger="ragas_ext"):

@@ -14,7 +14,14 @@ import pytest
 from typer.testing import CliRunner
 
 from shared.cli.app import app
-from shared.cli.report import ReportInfo, evidence_view, rank_value, render_report, statistics_table
+from shared.cli.report import (
+    ReportInfo,
+    evidence_view,
+    highlight_unsupported,
+    rank_value,
+    render_report,
+    statistics_table,
+)
 from shared.cli.results import read_results, score_keys
 from shared.testing import stub_server
 
@@ -109,6 +116,42 @@ def test_report_escapes_text_and_is_self_contained() -> None:
     assert html.index('data-id="evil"') < html.index('data-id="fine"')  # worst first
     assert "line 3 is not valid JSON" in html and 'id="failed-rows"' in html
     assert 'id="plot-score"' in html and 'id="plot-alignment"' not in html  # no values, no plot
+
+
+def _grounding_evidence(*unsupported: tuple[str, str]) -> dict[str, Any]:
+    items = [
+        {"text": t, "label": "CARDINAL", "sentence": s, "supported": False, "how": "absent"}
+        for t, s in unsupported
+    ]
+    return {
+        "dimension_evidence": {"grounding": {"score": 0.5, "reason": "1/2", "unsupported": items}}
+    }
+
+
+def test_unsupported_items_are_highlighted_in_the_summary_and_escaped() -> None:
+    summary = "Sales rose 19 percent to <b>$5</b>. In 2019 sales rose 19 percent again & fell."
+    second = "In 2019 sales rose 19 percent again & fell."
+    evidence = _grounding_evidence(("19 percent", second), ("<b>$5</b>", summary[:35]))
+    view = evidence_view(evidence)
+    assert [i["text"] for i in view["unsupported_items"]] == ["19 percent", "<b>$5</b>"]
+    html = str(highlight_unsupported(summary, view["unsupported_items"]))
+    # only the occurrence in the item's own sentence is marked; the user's markup is escaped
+    assert html == (
+        "Sales rose 19 percent to "
+        '<mark class="unsupported">&lt;b&gt;$5&lt;/b&gt;</mark>. In 2019 sales rose '
+        '<mark class="unsupported">19 percent</mark> again &amp; fell.'
+    )
+    # an item whose sentence is not found is marked wherever it occurs, case-blind
+    loose = [{"text": "Mars", "sentence": "elsewhere"}]
+    assert str(highlight_unsupported("mars and MARS", loose)) == (
+        '<mark class="unsupported">mars</mark> and <mark class="unsupported">MARS</mark>'
+    )
+    assert str(highlight_unsupported("a < b", [])) == "a &lt; b"
+
+    rows = [row("g", score=0.1, summary=summary, evidence=evidence), row("fine", score=0.9)]
+    page = render_report(rows, KEYS, ReportInfo(judge="none"))
+    assert '<mark class="unsupported">19 percent</mark>' in page
+    assert 'class="evidence unsupported-items"' in page and "<b>$5</b>" not in page
 
 
 def test_unscored_rows_still_show_their_dimensions() -> None:

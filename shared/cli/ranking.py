@@ -15,9 +15,10 @@ from typing import Any
 
 from ..adapter_kit import HEADLINE
 
-QUALITY_DIMENSIONS: tuple[str, ...] = ("coherence", "non_redundancy")
-"""Dimensions that track human ratings on SummEval (docs/VALIDITY.md: coherence rho 0.41,
-non_redundancy 0.25 with human coherence). A new validated dimension joins here, and only here."""
+QUALITY_DIMENSIONS: tuple[str, ...] = ("grounding", "coherence", "non_redundancy")
+"""Dimensions that track human ratings on SummEval (docs/VALIDITY.md: grounding rho 0.43 with
+human consistency, coherence 0.41 and non_redundancy 0.25 with human coherence). A new
+validated dimension joins here, and only here."""
 
 
 def _number(value: Any) -> float | None:
@@ -41,6 +42,7 @@ def rank_basis(has_score: bool) -> str:
     if has_score:
         return HEADLINE
     return (
-        f"the mean of {' and '.join(QUALITY_DIMENSIONS)} (no judge, so no score; the dimensions "
-        "that track human ratings per docs/VALIDITY.md — density and conciseness do not)"
+        f"the mean of {', '.join(QUALITY_DIMENSIONS[:-1])} and {QUALITY_DIMENSIONS[-1]} "
+        "(no judge, so no score; the dimensions that track human ratings per "
+        "docs/VALIDITY.md — density and conciseness do not)"
     )

@@ -2,12 +2,14 @@
 
 Sections: run facts and any skipped dimensions, summary statistics per dimension, a histogram per
 dimension plus an overview box plot, the worst summaries with their evidence (unsupported claims,
-missed questions, vague sentences, repeated points, each dimension's reason), and the rows that
-could not be scored. Dimensions are whatever keys the results carry, so new ones appear unasked.
+missed questions, vague sentences, repeated points, the names and numbers the source does not
+state, highlighted in the summary text, each dimension's reason), and the rows that could not be
+scored. Dimensions are whatever keys the results carry, so new ones appear unasked.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -111,8 +113,54 @@ def evidence_view(evidence: Mapping[str, Any]) -> dict[str, Any]:
         "missed": missed,
         "vague": vague,
         "repeated": repeated,
+        "unsupported_items": unsupported_items(evidence),
         "notes": notes,
     }
+
+
+def unsupported_items(evidence: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Grounding's unsupported items (names, numbers, dates the source does not state)."""
+    dims = evidence.get("dimension_evidence")
+    grounding = dims.get("grounding") if isinstance(dims, Mapping) else None
+    items = grounding.get("unsupported") if isinstance(grounding, Mapping) else None
+    return [i for i in items or [] if isinstance(i, dict) and isinstance(i.get("text"), str)]
+
+
+def _item_spans(summary: str, items: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]:
+    """Where each item is in the summary: searched within its own sentence first (the same
+    number may be right in one sentence and wrong in another), else anywhere; case-blind."""
+    spans: list[tuple[int, int]] = []
+    for item in items:
+        text = item["text"].strip()
+        if not text:
+            continue
+        pattern = re.compile(re.escape(text), re.IGNORECASE)
+        sentence = item.get("sentence") if isinstance(item.get("sentence"), str) else ""
+        start = summary.find(sentence) if sentence else -1
+        hits = list(pattern.finditer(summary, start, start + len(sentence))) if start >= 0 else []
+        spans += [m.span() for m in hits or pattern.finditer(summary)]
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def highlight_unsupported(summary: str, items: Sequence[Mapping[str, Any]]) -> Any:
+    """The summary as HTML with each unsupported item in ``<mark class="unsupported">``; every
+    piece of the user's text is escaped (the result is safe to insert as markup)."""
+    from markupsafe import Markup, escape
+
+    out: list[str] = []
+    end = 0
+    for a, b in _item_spans(summary, items):
+        out.append(str(escape(summary[end:a])))
+        out.append(f'<mark class="unsupported">{escape(summary[a:b])}</mark>')
+        end = b
+    out.append(str(escape(summary[end:])))
+    return Markup("".join(out))
 
 
 def _is_dimension_result(value: Any) -> bool:
@@ -173,6 +221,19 @@ def _fig_html(fig: Any, div_id: str) -> str:
     )
 
 
+def _worst_entry(row: Row, keys: Sequence[str]) -> dict[str, Any]:
+    view = evidence_view(row.get("evidence") or {})
+    return {
+        "row": row,
+        "rank_value": rank_value(row, keys),
+        "scores": [(k, row.get(k)) for k in keys if row.get(k) is not None],
+        "evidence": view,
+        "summary_html": highlight_unsupported(
+            str(row.get("summary") or ""), view["unsupported_items"]
+        ),
+    }
+
+
 def render_report(
     rows: Sequence[Row], keys: Sequence[str], info: ReportInfo, *, worst: int = 10
 ) -> str:
@@ -194,15 +255,7 @@ def render_report(
     ranked = sorted(
         (r for r in ok if rank_value(r, keys) is not None), key=lambda r: rank_value(r, keys)
     )
-    worst_rows = [
-        {
-            "row": r,
-            "rank_value": rank_value(r, keys),
-            "scores": [(k, r.get(k)) for k in keys if r.get(k) is not None],
-            "evidence": evidence_view(r.get("evidence") or {}),
-        }
-        for r in ranked[:worst]
-    ]
+    worst_rows = [_worst_entry(r, keys) for r in ranked[:worst]]
     counts = {
         "total": len(rows),
         "ok": len(ok),

@@ -1,9 +1,9 @@
 """Text-quality dimensions reported beside the main score.
 
-``density``, ``specificity``, ``non_redundancy``, ``coherence`` and ``conciseness``: each a float
-in [0, 1] (higher is better) or None with a reason, with its evidence. Definitions, formulas and
-their measured validity on SummEval: ``docs/DIMENSIONS.md``. spaCy, NLTK and the embedding model
-are imported lazily, on first use.
+``density``, ``specificity``, ``non_redundancy``, ``coherence``, ``conciseness`` and
+``grounding``: each a float in [0, 1] (higher is better) or None with a reason, with its
+evidence. Definitions, formulas and their measured validity on SummEval: ``docs/DIMENSIONS.md``.
+spaCy, NLTK and the embedding model are imported lazily, on first use.
 """
 
 from .compute import (
@@ -28,6 +28,8 @@ from .evidence import (
     EntityJump,
     EntityMention,
     FlaggedSentence,
+    GroundingEvidence,
+    GroundingItem,
     NonRedundancyEvidence,
     SentencePair,
     SpecificityEvidence,
@@ -50,6 +52,8 @@ __all__ = [
     "EntityJump",
     "EntityMention",
     "FlaggedSentence",
+    "GroundingEvidence",
+    "GroundingItem",
     "MiniLMEmbedder",
     "MissingSpacyModelError",
     "NonRedundancyEvidence",

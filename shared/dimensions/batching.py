@@ -2,7 +2,9 @@
 
 :class:`BatchAnalysis` serves one ``ascore_summaries`` batch; :class:`SharedAnalyser` batches
 the single-summary calls that framework runners make concurrently in one event loop. Both run
-the CPU work in worker threads while the judge calls proceed, and neither touches a judge.
+the CPU work in worker threads while the judge calls proceed, and neither touches a judge. Both
+also index each distinct source for grounding once (:class:`SourceIndexes`), however many of
+its summaries they serve.
 """
 
 from __future__ import annotations
@@ -14,7 +16,37 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .compute import DimensionSettings, SummaryAnalysis, add_embeddings, analyse_spacy
+from .grounding import SourceIndex, index_source
 from .nlp import TextAnalysis
+
+INLINE_INDEX_CHARS = 20_000
+"""Sources up to this length are indexed on the event loop (about 15 ms at most: a thread hop
+would cost more); longer ones in a worker thread, so a huge source never blocks the judge calls."""
+
+
+class SourceIndexes:
+    """Source text -> grounding's :class:`~shared.dimensions.grounding.SourceIndex`, built once
+    per distinct source and shared by every summary of it (and by concurrent waiters)."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, asyncio.Future[SourceIndex]] = {}
+
+    async def get(self, source: str) -> SourceIndex:
+        future = self._built.get(source)
+        if future is None:
+            if len(source) <= INLINE_INDEX_CHARS:
+                future = asyncio.get_running_loop().create_future()
+                try:
+                    future.set_result(index_source(source))
+                except Exception as exc:
+                    future.set_exception(exc)
+            else:
+                future = asyncio.ensure_future(asyncio.to_thread(index_source, source))
+            self._built[source] = future
+        return await asyncio.shield(future)
+
+    def __len__(self) -> int:
+        return len(self._built)
 
 
 async def _parse_off_loop(
@@ -44,6 +76,7 @@ class BatchAnalysis:
     def __init__(self, texts: Sequence[str], settings: DimensionSettings) -> None:
         self._spacy = asyncio.ensure_future(_parse_off_loop(texts, settings))
         self._full = asyncio.ensure_future(self._embed(settings))
+        self.sources = SourceIndexes()
 
     async def _embed(self, settings: DimensionSettings) -> list[SummaryAnalysis]:
         return await _embed_off_loop(await self._spacy, settings)
@@ -53,6 +86,9 @@ class BatchAnalysis:
 
     async def analysis(self, index: int) -> SummaryAnalysis:
         return (await self._full)[index]
+
+    async def source_index(self, source: str) -> SourceIndex:
+        return await self.sources.get(source)
 
 
 BATCH_WINDOW_S = 0.0
@@ -91,7 +127,8 @@ class SharedAnalyser:
     stage (one ``embed`` over every sentence parsed since its last call), each in one worker
     thread, so a burst of rows costs one or two batches and the embedding of one batch overlaps
     the parse of the next. The first summary waits :data:`BATCH_WINDOW_S` for company.
-    Same interface as :class:`BatchAnalysis`: ``text(index)``, ``analysis(index)``.
+    Same interface as :class:`BatchAnalysis`: ``text(index)``, ``analysis(index)``,
+    ``source_index(source)`` (each source indexed once while the analyser is open).
     """
 
     _open: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, Any]]] = (
@@ -106,6 +143,7 @@ class SharedAnalyser:
         self._parsing: asyncio.Task[None] | None = None
         self._embedding: asyncio.Task[None] | None = None
         self._items: dict[int, _Queued] = {}
+        self.sources = SourceIndexes()
 
     @classmethod
     def join(cls, summary: str, settings: DimensionSettings) -> tuple[SharedAnalyser, int]:
@@ -174,5 +212,14 @@ class SharedAnalyser:
         finally:
             self._items.pop(index, None)
 
+    async def source_index(self, source: str) -> SourceIndex:
+        return await self.sources.get(source)
 
-__all__ = ["BATCH_WINDOW_S", "BatchAnalysis", "SharedAnalyser"]
+
+__all__ = [
+    "BATCH_WINDOW_S",
+    "INLINE_INDEX_CHARS",
+    "BatchAnalysis",
+    "SharedAnalyser",
+    "SourceIndexes",
+]

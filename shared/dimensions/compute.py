@@ -27,9 +27,11 @@ from .evidence import (
     ConcisenessEvidence,
     DensityEvidence,
     DimensionEvidence,
+    GroundingEvidence,
     NonRedundancyEvidence,
     SpecificityEvidence,
 )
+from .grounding import NUMBER_WEIGHT, PRIOR, SourceIndex, index_source, score_grounding
 from .nlp import (
     DEFAULT_SPACY_MODEL,
     MissingSpacyModelError,
@@ -44,7 +46,7 @@ from .specificity import score_specificity
 
 
 def normalise_dimensions(dimensions: Iterable[str] | None) -> tuple[str, ...]:
-    """Validate dimension names; keep report order; None means all five."""
+    """Validate dimension names; keep report order; None means all of them."""
     if dimensions is None:
         return DIMENSIONS
     if isinstance(dimensions, str):
@@ -113,8 +115,8 @@ class DimensionSettings:
         return not self.needs_spacy or is_loaded(self.spacy_model)
 
     def signature_part(self) -> str:
-        """``|dens:<target>/<tol>|spacy:<pipeline>-<version>|emb:<model>|coh:<formula>`` for
-        what is used."""
+        """``|dens:<target>/<tol>|spacy:<pipeline>-<version>|emb:<model>|coh:<formula>``
+        ``|gnd:<prior>/<number weight>`` for what is used."""
         parts = []
         if "density" in self.dimensions:
             parts.append(f"dens:{self.density_target:g}/{self.density_tolerance:g}")
@@ -124,6 +126,8 @@ class DimensionSettings:
             parts.append(f"emb:{embedder_id(self.resolved_embedder())}")
         if "coherence" in self.dimensions:
             parts.append(f"coh:{self.coherence_formula}")
+        if "grounding" in self.dimensions:
+            parts.append(f"gnd:{PRIOR:g}/{NUMBER_WEIGHT:g}")
         return "".join(f"|{part}" for part in parts)
 
 
@@ -214,6 +218,7 @@ def unavailable_evidence(
         non_redundancy=NonRedundancyEvidence(reason=reason),
         coherence=CoherenceEvidence(reason=reason),
         conciseness=ConcisenessEvidence(reason=reason, summary_chars=0, source_chars=len(source)),
+        grounding=GroundingEvidence(reason=reason, prior=PRIOR),
     )
 
 
@@ -224,11 +229,14 @@ def build_evidence(
     analysis: SummaryAnalysis,
     review: StyleReview | None,
     judge_problem: str | None,
+    source_index: SourceIndex | None = None,
 ) -> DimensionEvidence:
     """Every requested dimension from the analysis and the judge's review.
 
     ``judge_problem``: "" when no judge was given, a reason when the style call failed, None when
-    ``review`` is there (or no call was needed).
+    ``review`` is there (or no call was needed). ``source_index``: grounding's index of
+    ``source``, when the caller shares one across the summaries of that source (built here
+    otherwise).
     """
     wanted = set(settings.dimensions)
     out: dict[str, Any] = {}
@@ -279,7 +287,23 @@ def build_evidence(
             out["non_redundancy"] = score_non_redundancy(
                 sentences, unit, text.words, text.stop, review, judge_problem
             )
+    if "grounding" in wanted:
+        out["grounding"] = _grounding(source, text, problem, source_index)
     return _only(settings, **out)
+
+
+def _grounding(
+    source: str, text: TextAnalysis | None, problem: str | None, index: SourceIndex | None
+) -> GroundingEvidence:
+    """Grounding from the items of the summary's parse; odd text gives a reason, never raises."""
+    if text is None or problem:
+        return GroundingEvidence(reason=f"not computed: {problem}", prior=PRIOR)
+    try:
+        return score_grounding(text.items, index if index is not None else index_source(source))
+    except Exception as exc:  # odd input must not take the other dimensions with it
+        return GroundingEvidence(
+            reason=f"not computed: grounding failed: {type(exc).__name__}: {exc}", prior=PRIOR
+        )
 
 
 def _specificity(

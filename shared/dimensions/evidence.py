@@ -14,13 +14,16 @@ from pydantic import BaseModel, Field
 from ..prompts import RepeatedPoint
 from ..subscores import DIMENSION_NAMES, USES_JUDGE
 
-DimensionName = Literal["density", "specificity", "non_redundancy", "coherence", "conciseness"]
+DimensionName = Literal[
+    "density", "specificity", "non_redundancy", "coherence", "conciseness", "grounding"
+]
 
 DIMENSIONS: tuple[DimensionName, ...] = DIMENSION_NAMES  # type: ignore[assignment]
 """Every dimension, in report order (the default of the ``dimensions`` option); declared in
 :data:`shared.subscores.SUB_SCORES`."""
 
-NEEDS_SPACY = frozenset({"density", "specificity", "non_redundancy", "coherence"})
+NEEDS_SPACY = frozenset({"density", "specificity", "non_redundancy", "coherence", "grounding"})
+"""grounding reads its checkable items off the summary's parse; its source side needs no spaCy."""
 NEEDS_EMBEDDINGS = frozenset({"non_redundancy", "coherence"})
 NEEDS_JUDGE = frozenset(DIMENSIONS) & USES_JUDGE
 """non_redundancy has a judged and a deterministic part; without a judge only the latter runs."""
@@ -118,6 +121,34 @@ class ConcisenessEvidence(DimensionResult):
     source_chars: int
 
 
+class GroundingItem(BaseModel):
+    """One checkable item of the summary (a name, number or date) and whether the source has it."""
+
+    text: str
+    label: str = Field(description="spaCy label (PERSON, MONEY, ...) or NUMBER")
+    sentence: str = Field(description="The summary sentence it is in.")
+    supported: bool
+    how: str = Field(default="", description="Which rule found it in the source, or why not.")
+    source_part: int | None = Field(default=None, description="0-based source string it is in.")
+    source_offset: int | None = Field(default=None, description="Char offset in that string.")
+    source_snippet: str | None = None
+
+
+class GroundingEvidence(DimensionResult):
+    """The grounding dimension's items: ``score`` is the smoothed, weighted share supported
+    (:mod:`shared.dimensions.grounding`); ``share`` the raw one."""
+
+    item_count: int = 0
+    supported_count: int = 0
+    share: float | None = Field(default=None, description="supported / items, unsmoothed")
+    prior: float = Field(description="Pseudo-items counted as supported (the smoothing).")
+    unsupported: list[GroundingItem] = Field(default_factory=list)
+    supported: list[GroundingItem] = Field(default_factory=list)
+    skipped: list[str] = Field(
+        default_factory=list, description="Items with nothing checkable (e.g. 'last year')."
+    )
+
+
 class DimensionEvidence(BaseModel):
     """One entry per requested dimension; None for a dimension that was switched off."""
 
@@ -126,6 +157,7 @@ class DimensionEvidence(BaseModel):
     non_redundancy: NonRedundancyEvidence | None = None
     coherence: CoherenceEvidence | None = None
     conciseness: ConcisenessEvidence | None = None
+    grounding: GroundingEvidence | None = None
 
     def scores(self) -> dict[str, float | None]:
         out: dict[str, float | None] = {}

