@@ -42,11 +42,11 @@ from .cli.inputs import Columns, InputRow, row_from_record
 from .cli.results import (
     STATUS_BAD_INPUT,
     STATUS_UNSCORED,
-    error_row,
     evaluation_row,
     score_keys,
     spread_keys,
 )
+from .cli.runner import bad_row
 from .options import DEFAULTS, ScoreOptions
 from .pipeline import ascore_summaries, ascore_summary, signature
 
@@ -244,16 +244,7 @@ class GroupScorer:
         )
 
     def _bad(self, row: InputRow, error: str, status: str = STATUS_BAD_INPUT) -> dict[str, Any]:
-        return error_row(
-            row_id=row.id,
-            position=row.position,
-            input_hash=row.input_hash,
-            summary=row.summary,
-            error=error,
-            signature=self.signature,
-            keys=self.keys,
-            status=status,
-        )
+        return bad_row(row, error, self.signature, self.keys, status=status)
 
 
 def _node_id() -> str:

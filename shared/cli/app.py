@@ -398,14 +398,7 @@ def score(
 
     skipped = _skipped(keys) if judge is None else []
     if report_path is not None:
-        info = ReportInfo(
-            input_path=str(input_path),
-            results_path=str(output),
-            judge=judge_text,
-            skipped=skipped,
-            enable_hint=ENABLE_HINT if skipped else "",
-            command=shlex.join(["summary-eval", *sys.argv[1:]]),
-        )
+        info = run_report_info(input_path, output, judge_text, skipped)
         write_report(report_path, all_rows, keys, info, worst=worst)
 
     _print_table(all_rows, keys)
@@ -416,6 +409,20 @@ def score(
 
 TABLE_ROWS = 25
 SHORT_NAMES = {s.name: s.short for s in SUB_SCORES if s.short != s.name}
+
+
+def run_report_info(
+    input_path: Path, output: Path, judge_text: str, skipped: list[str]
+) -> ReportInfo:
+    """The report's facts about a scoring run (either engine): files, judge, what was skipped."""
+    return ReportInfo(
+        input_path=str(input_path),
+        results_path=str(output),
+        judge=judge_text,
+        skipped=skipped,
+        enable_hint=ENABLE_HINT if skipped else "",
+        command=shlex.join(["summary-eval", *sys.argv[1:]]),
+    )
 
 
 def _table_caption(shown: list[str]) -> str:

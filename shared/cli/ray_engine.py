@@ -313,13 +313,11 @@ def score_on_ray(
     :mod:`shared.options`), passed to the scorer as given, as the local engine does; any other
     flag is one this engine does not know yet, and is refused rather than ignored.
     """
-    import shlex
-    import sys
 
     import typer
 
     from . import app as cli
-    from .report import ReportInfo, write_report
+    from .report import write_report
 
     if engine != "ray":
         raise cli._usage_error(f"unknown engine {engine!r}: use local or ray")
@@ -442,14 +440,7 @@ def score_on_ray(
         raise typer.Exit(cli.EXIT_INTERRUPTED) from None
     skipped = cli._skipped(keys) if local_judge is None else []
     if report_path is not None:
-        info = ReportInfo(
-            input_path=str(input_path),
-            results_path=str(output),
-            judge=judge_text,
-            skipped=skipped,
-            enable_hint=cli.ENABLE_HINT if skipped else "",
-            command=shlex.join(["summary-eval", *sys.argv[1:]]),
-        )
+        info = cli.run_report_info(input_path, output, judge_text, skipped)
         write_report(report_path, all_rows, keys, info, worst=worst)
     cli._print_table(all_rows, keys)
     if options.get("samples", DEFAULTS.samples) > 1 and local_judge is not None:

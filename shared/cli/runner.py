@@ -120,7 +120,7 @@ async def score_rows(
     async def one(row: InputRow) -> None:
         sig = plan.signatures.get(row.id, "")
         if row.error is not None:
-            result = _bad(row, row.error, sig, keys)
+            result = bad_row(row, row.error, sig, keys)
         else:
             async with limit:
                 result = await _score_one(row, judge, options, sig, keys)
@@ -139,10 +139,10 @@ async def _score_one(
     try:
         ev = await ascore_summary(row.source, row.summary, judge=judge, **row_options(options, row))
     except (TypeError, ValueError) as exc:  # the core rejected the input before any judge call
-        return _bad(row, str(exc), sig, keys)
+        return bad_row(row, str(exc), sig, keys)
     except Exception as exc:  # a bug or an unexpected failure: this row only
         error = f"internal error: {type(exc).__name__}: {exc}"
-        return _bad(row, error, sig, keys, status=STATUS_UNSCORED)
+        return bad_row(row, error, sig, keys, status=STATUS_UNSCORED)
     return evaluation_row(
         row_id=row.id,
         position=row.position,
@@ -153,7 +153,7 @@ async def _score_one(
     )
 
 
-def _bad(
+def bad_row(
     row: InputRow, error: str, sig: str, keys: list[str], status: str = STATUS_BAD_INPUT
 ) -> Row:
     """An error row for ``row``: bad input by default, unscored for an unexpected failure."""
