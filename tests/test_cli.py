@@ -517,3 +517,21 @@ def test_cli_imports_no_framework() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_context_budget_fits_the_servers_window_unless_given(tmp_path: Path) -> None:
+    # The CLI passes --context-budget on only when the user gave it, so the core can fit the
+    # budget to a server that publishes its window (here 4,096 tokens, llama.cpp's /props).
+    text = " ".join(
+        f"In year {1900 + i} the council of Harwick approved budget line {i} for road works."
+        for i in range(400)
+    )  # about 6,000 estimated tokens: within the default budget, not within 4,096
+    summary = "Harwick's council approved budget lines for road works."
+    source = write_jsonl(tmp_path / "in.jsonl", [{"source": text, "summary": summary}])
+    with stub_server(context_window=4_096) as url:
+        fitted, given = tmp_path / "fitted.jsonl", tmp_path / "given.jsonl"
+        common = [*judge_args(url, None), "--dimensions", "density", "--no-report"]
+        assert run_cli("score", source, "-o", fitted, *common)[0] == 0
+        assert run_cli("score", source, "-o", given, "--context-budget", "3000", *common)[0] == 0
+    assert "|budget:2048|" in read_results(fitted)[0]["signature"]
+    assert "|budget:3000|" in read_results(given)[0]["signature"]

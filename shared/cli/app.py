@@ -169,6 +169,7 @@ def _core(name: str, *flags: str, **kwargs: Any) -> Any:
 
 @app.command()
 def score(
+    ctx: typer.Context,
     input_path: Annotated[
         Path, typer.Argument(metavar="INPUT", help="JSONL or CSV with source and summary columns.")
     ],
@@ -267,7 +268,9 @@ def score(
     if engine != "local":  # every option, as given; it always ends with typer.Exit
         from .ray_engine import score_on_ray
 
-        score_on_ray(**{k: v for k, v in locals().items() if k not in ("columns", "score_on_ray")})
+        score_on_ray(
+            **{k: v for k, v in locals().items() if k not in ("ctx", "columns", "score_on_ray")}
+        )
     try:
         fmt = detect_format(input_path, input_format)
         rows = read_rows(input_path, columns, fmt)
@@ -293,6 +296,10 @@ def score(
     }
     if dimensions is not None:
         options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
+    source = ctx.get_parameter_source("context_budget")
+    if getattr(source, "name", None) == "DEFAULT":  # typer's click may not be click's own enum
+        # not given: the core fits the budget to the judge server's context window, if told
+        del options["context_budget"]
 
     try:  # retries and concurrency shape the judge wrapper built below; check them alike
         ScoreOptions.from_kwargs({**options, "retries": retries, "concurrency": concurrency})
