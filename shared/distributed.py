@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .cli.inputs import Columns, InputRow, row_from_record
+from .cli.inputs import Columns, InputRow, _check_text, row_from_record
 from .cli.results import (
     STATUS_BAD_INPUT,
     STATUS_UNSCORED,
@@ -63,6 +63,7 @@ that is retried after an actor dies costs little."""
 RESULT_PREFIX = ("status",)
 RESULT_SUFFIX = ("reason", "error", "signature", "input_hash", "evidence")
 _BUCKET = "__summary_eval_bucket"
+_TYPE_ERROR = "__summary_eval_type_error"  # why a value could not stay in its column
 _CONTROL = ("cache", "concurrency", "retries")
 """Options the actor applies when it builds its judge stack, not per call."""
 
@@ -172,10 +173,19 @@ class GroupScorer:
         self.keys = score_keys()
 
     def __call__(self, table: pa.Table) -> pa.Table:
-        records = table.drop_columns([_BUCKET]).to_pylist()
-        rows = [self._input_row(i, record) for i, record in enumerate(records, start=1)]
+        table = table.drop_columns([_BUCKET])
+        notes = [None] * table.num_rows
+        if _TYPE_ERROR in table.column_names:
+            notes = table.column(_TYPE_ERROR).to_pylist()
+            table = table.drop_columns([_TYPE_ERROR])
+        rows = []
+        for i, (record, note) in enumerate(zip(table.to_pylist(), notes, strict=True), start=1):
+            row = self._input_row(i, record)
+            if note:  # the value itself was set aside before the shuffle: its reason stays
+                row.error = note
+            rows.append(row)
         results = self.loop.run_until_complete(self._score(rows))
-        return _result_table(table.drop_columns([_BUCKET]), results, self.settings, self.keys)
+        return _result_table(table, results, self.settings, self.keys)
 
     def _input_row(self, index: int, record: dict[str, Any]) -> InputRow:
         if self.settings.checked:
@@ -286,6 +296,54 @@ def _result_table(
     return table
 
 
+def _texty(kind: pa.DataType, allow_list: bool) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind):
+        return True
+    return allow_list and (pa.types.is_list(kind) or pa.types.is_large_list(kind))
+
+
+def _uniform_text_columns(batch: pa.Table, columns: Columns) -> pa.Table:
+    """Give the id, source and summary columns one type in every block, before the shuffle joins
+    blocks: a block whose summaries are numbers (``42``, a pandas NaN) makes an int or float
+    column that Arrow cannot merge with other blocks' strings, and the whole job would fail.
+    Integer ids become their text; a source or summary that is not text becomes null, and its
+    row carries the reason (the same words as every other reader) in :data:`_TYPE_ERROR`, so it
+    comes out as a ``bad_input`` row."""
+    import pyarrow as pa
+
+    notes: list[list[str]] = [[] for _ in range(batch.num_rows)]
+    if columns.id in batch.column_names and not _texty(batch.schema.field(columns.id).type, False):
+        ids = batch.column(columns.id).to_pylist()
+        text = [v if v is None or isinstance(v, str) else None for v in ids]
+        for i, value in enumerate(ids):
+            if isinstance(value, int) and not isinstance(value, bool):
+                text[i] = str(value)
+            elif value is not None and not isinstance(value, str):
+                notes[i].append(f"id must be a string or an integer, got {type(value).__name__}")
+        batch = batch.set_column(
+            batch.column_names.index(columns.id), columns.id, pa.array(text, pa.string())
+        )
+    for column, what, allow_list in (
+        (columns.source, "source", True),
+        (columns.summary, "summary", False),
+    ):
+        if column not in batch.column_names:
+            continue
+        if _texty(batch.schema.field(column).type, allow_list):
+            continue
+        values = batch.column(column).to_pylist()
+        for i, value in enumerate(values):
+            if value is not None:
+                notes[i] += _check_text({column: value}, column, what, allow_list=allow_list)
+        batch = batch.set_column(
+            batch.column_names.index(column), column, pa.nulls(batch.num_rows, pa.string())
+        )
+    reasons = ["; ".join(n) if n else None for n in notes]
+    return batch.append_column(_TYPE_ERROR, pa.array(reasons, pa.string()))
+
+
 def prepare(
     ds: ray.data.Dataset,
     *,
@@ -332,6 +390,8 @@ def prepare(
     source = "source" if checked else columns.source
 
     def add_bucket(batch: pa.Table) -> pa.Table:
+        if not checked:
+            batch = _uniform_text_columns(batch, columns)
         values = batch.column(source).to_pylist() if source in batch.column_names else []
         buckets = [source_bucket(v, groups) for v in values] or [0] * batch.num_rows
         return batch.append_column(_BUCKET, pa.array(buckets, pa.int64()))

@@ -101,13 +101,19 @@ def test_bad_row_becomes_error_row_and_the_job_goes_on(local_ray) -> None:
         {"id": "empty", "source": ROWS[0]["source"], "summary": "   "},
         {"id": "nosource", "source": None, "summary": "A summary."},
         {"id": "notext", "source": ROWS[0]["source"], "summary": 42},
+        {"id": 7, "source": ROWS[0]["source"], "summary": 3.5},
     ]
+    # one row per block: a block whose summary column is int64 or float64 must still join the
+    # string blocks at the shuffle (as it does when Ray splits a dataset over many CPUs)
+    ds = ray.data.from_items(rows, override_num_blocks=len(rows))
     with stub_server() as url:
-        got = _run(ray.data.from_items(rows), url, groups=2, **FAST)
+        got = _run(ds, url, groups=2, **FAST)
     assert got["nosource"]["status"] == "bad_input"
     assert "source must be a string" in got["nosource"]["error"]
     assert got["notext"]["status"] == "bad_input" and got["notext"]["score"] is None
-    assert "summary" in got["notext"]["error"]
+    assert got["notext"]["error"] == "summary must be a string, got int"
+    assert got["7"]["status"] == "bad_input"
+    assert got["7"]["error"] == "summary must be a string, got float"
     # an empty summary follows the one rule (README "Bad input"): scored 0.0, no judge call
     assert got["empty"]["status"] == "ok" and got["empty"]["score"] == 0.0
     assert all(got[r["id"]]["status"] == "ok" for r in ROWS)
