@@ -134,6 +134,18 @@ class DeepEvalJudge:
         return normalise_output(result, schema, self.model_id)
 
 
+def is_core_judge(model: object) -> bool:
+    """Whether ``model`` is a summary-eval judge (``shared.OpenAIJudge``, a scripted judge)
+    rather than a DeepEval model: it has the core's ``generate(prompt, schema)`` coroutine and a
+    ``model_id``, and is not a ``DeepEvalBaseLLM``."""
+    return (
+        not isinstance(model, DeepEvalBaseLLM | str)
+        and model is not None
+        and isinstance(getattr(model, "model_id", None), str)
+        and inspect.iscoroutinefunction(getattr(model, "generate", None))
+    )
+
+
 def judge_for(model: DeepEvalBaseLLM, *, use_async: bool = True) -> DeepEvalJudge:
     """One adapter per (model object, mode), so every metric built on the same model, including
     the per-test-case copies ``deepeval.evaluate()`` makes, shares one cache and one

@@ -18,11 +18,17 @@ from deepeval.metrics.utils import construct_verbose_logs, initialize_model, pre
 from deepeval.models import DeepEvalBaseLLM
 from deepeval.test_case import LLMTestCase, SingleTurnParams
 
-from shared import NO_LLM_SUB_SCORES, ScoreOptions, SummaryEvaluation, ascore_summary
+from shared import (
+    NO_LLM_SUB_SCORES,
+    Judge,
+    ScoreOptions,
+    SummaryEvaluation,
+    ascore_summary,
+)
 from shared.adapter_kit import DEFAULTS, OPTION_NAMES, SUB_SCORES, run_sync
 
 from ._cases import checkable_case
-from ._judge import CaseUsage, current_usage, judge_for
+from ._judge import CaseUsage, current_usage, is_core_judge, judge_for
 
 
 class SummaryScoringError(RuntimeError):
@@ -48,7 +54,7 @@ class _SummaryMetricBase(BaseMetric):
     def __init__(
         self,
         threshold: float = 0.5,
-        model: str | DeepEvalBaseLLM | None = None,
+        model: str | DeepEvalBaseLLM | Judge | None = None,
         n: int = DEFAULTS.n,
         assessment_questions: Sequence[str | dict[str, Any]] | None = None,
         include_reason: bool = True,
@@ -79,6 +85,11 @@ class _SummaryMetricBase(BaseMetric):
             # computed without any judge: no model, so no API key is asked for
             self.model, self.using_native_model = None, False
             self.evaluation_model = "none (no LLM needed)"
+        elif is_core_judge(model):
+            # a summary-eval judge (OpenAIJudge for a local server: structured-output
+            # negotiation, replies bounded by the schemas) is used as it is
+            self.model, self.using_native_model = model, False
+            self.evaluation_model = str(model.model_id)
         else:
             self.model, self.using_native_model = initialize_model(model)
             self.evaluation_model = self.model.get_model_name()
@@ -151,6 +162,8 @@ class _SummaryMetricBase(BaseMetric):
                     test_case.actual_output,
                     judge=None
                     if self.model is None
+                    else self.model
+                    if is_core_judge(self.model)
                     else judge_for(self.model, use_async=self.async_mode),
                     **self._score_options(),
                 )
@@ -289,7 +302,7 @@ class SummarySubScoreMetric(_SummaryMetricBase):
     def __init__(
         self,
         threshold: float | str = 0.5,
-        model: str | DeepEvalBaseLLM | None = None,
+        model: str | DeepEvalBaseLLM | Judge | None = None,
         *,
         sub_score: str | None = None,
         **options: Any,

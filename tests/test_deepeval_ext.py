@@ -35,7 +35,7 @@ from deepeval_ext import (
     normalise_output,
 )
 from deepeval_ext.testing import FakeDeepEvalModel
-from shared import JudgeOutputError, score_summary
+from shared import JudgeOutputError, OpenAIJudge, score_summary
 from shared.testing import FakeJudge, default_answer, stub_server
 
 REPO = Path(__file__).resolve().parents[1]
@@ -167,6 +167,32 @@ def test_evaluate_with_custom_model_on_stub_server(seed: tuple[str, str]) -> Non
     # every call's cost lands on exactly one case: nothing lost, nothing counted twice
     assert sum(m.evaluation_cost for m in scored) == pytest.approx(sum(model.costs))
     assert all(m.evaluation_cost > 0 for m in scored)
+
+
+def test_a_summary_eval_judge_is_used_as_the_model(seed: tuple[str, str]) -> None:
+    """``model=OpenAIJudge(...)``: the core's own client (structured-output negotiation, replies
+    bounded by the schemas) judges, with no DeepEval wrapper in between, in evaluate()'s copies
+    of the metric too; the requests carry each call's JSON schema."""
+    source, summary = seed
+    with stub_server() as url:
+        judge = OpenAIJudge("local-model", base_url=url)
+        metric = SummaryQualityMetric(model=judge)
+        assert metric.model is judge and metric.evaluation_model == judge.model_id
+        result = evaluate(
+            [case(source, summary), case(SOURCE_B, SUMMARY_B)],
+            metrics=[metric],
+            display_config=QUIET,
+        )
+        requests = list(url.requests)
+    by_output = results_by_output(result)
+    for text in (summary, SUMMARY_B):
+        data = by_output[text].metrics_data[0]
+        assert data.error is None and data.score == pytest.approx(
+            score_summary(source if text == summary else SOURCE_B, text, judge=FakeJudge()).score
+        )
+    assert requests and all(r["model"] == "local-model" for r in requests)
+    assert all(r["response_format"]["type"] == "json_schema" for r in requests)
+    assert judge.usage["calls"] == len(requests)
 
 
 def test_model_name_string_resolves_like_deepeval(
