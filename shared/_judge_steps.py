@@ -9,6 +9,13 @@ the reply's shape (one entry per index, non-empty fields) so the validating judg
 one, and returns typed evidence; no scoring here. :mod:`shared.dimensions` never sees a judge:
 it receives the style review's reply.
 
+Languages: every step takes ``language`` (the summary's, an ISO 639-1 code) and, where the
+source is read, ``source_language``; the prompts then ask for everything in the summary's
+language (docs/LANGUAGES.md, "Judge"). The language is part of the prompt text, so it is part of
+every cache key: questions of one source are shared only among its summaries in one language
+(the cached judge de-duplicates identical prompts; there is no other grouping). None, or
+English with an English source, sends exactly the English prompts.
+
 Internal: the pipeline is its only caller; its names may change without notice.
 """
 
@@ -119,12 +126,18 @@ def _spread(index: int, count: int) -> float:
 
 
 async def chunked_questions(
-    source: str, options: ScoreOptions, judge: CachedJudge
+    source: str,
+    options: ScoreOptions,
+    judge: CachedJudge,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
 ) -> list[QuestionEvidence]:
     """Questions from every part of a long source, asked in parallel (one round), merged
     deterministically: by importance, then by rank within the part, ties spread evenly over
     the source; identical questions kept once; the chosen ones listed in source order."""
-    overhead = estimate_tokens(p.generate_questions_part_prompt("", 99, 99, options.n))
+    langs = {"language": language, "source_language": source_language}
+    overhead = estimate_tokens(p.generate_questions_part_prompt("", 99, 99, options.n, **langs))
     parts = await asyncio.to_thread(_parts, source, options.context_budget - overhead - 16)
     per_part = min(options.n, max(2, math.ceil(2 * options.n / len(parts))))
 
@@ -138,7 +151,7 @@ async def chunked_questions(
     replies = await asyncio.gather(
         *(
             judge.generate(
-                p.generate_questions_part_prompt(part.text, i, len(parts), per_part),
+                p.generate_questions_part_prompt(part.text, i, len(parts), per_part, **langs),
                 schemas.questions_schema(per_part),
                 check=check_part,
             )
@@ -234,20 +247,28 @@ async def _ask_about_source(
 
 
 async def reference_questions(
-    source: str, options: ScoreOptions, judge: CachedJudge, route: Route | None = None
+    source: str,
+    options: ScoreOptions,
+    judge: CachedJudge,
+    route: Route | None = None,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
 ) -> list[QuestionEvidence]:
-    """Questions with reference answers and importances, once per (source, options).
+    """Questions with reference answers and importances, once per (source, options, summary
+    language): written in ``language``, they are shared only among summaries in it.
 
     A source whose prompt would exceed the context budget is read part by part
     (:func:`chunked_questions`), and user questions get their reference answers from retrieved
     passages; ``route.long`` records that.
     """
     route = route if route is not None else Route()
+    langs = {"language": language, "source_language": source_language}
     if options.questions is None:
-        prompt = p.generate_questions_prompt(source, options.n)
+        prompt = p.generate_questions_prompt(source, options.n, **langs)
         if not fits(prompt, options):
             route.long = True
-            return await chunked_questions(source, options, judge)
+            return await chunked_questions(source, options, judge, **langs)
 
         def check_generated(reply: p.GeneratedQuestions) -> None:
             if not 1 <= len(reply.questions) <= options.n:
@@ -278,8 +299,8 @@ async def reference_questions(
         options,
         judge,
         route,
-        p.answer_user_questions_prompt,
-        p.answer_user_questions_excerpts_prompt,
+        functools.partial(p.answer_user_questions_prompt, **langs),
+        functools.partial(p.answer_user_questions_excerpts_prompt, **langs),
         schemas.reference_answers_schema,
         "answers",
         "reference answer",
@@ -303,14 +324,21 @@ def _normal(text: str) -> str:
 
 
 async def answer_and_grade(
-    summary: str, questions: list[QuestionEvidence], judge: CachedJudge
+    summary: str,
+    questions: list[QuestionEvidence],
+    judge: CachedJudge,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
 ) -> list[QuestionEvidence]:
-    """Answer the counted questions from the summary alone, then grade non-"idk" answers."""
+    """Answer the counted questions from the summary alone, then grade non-"idk" answers;
+    answers and grade reasons in ``language`` (the summary's)."""
+    langs = {"language": language, "source_language": source_language}
     counted = [q for q in questions if q.counted]
     if not counted:
         return questions
     answers = await judge.generate(
-        p.answer_from_summary_prompt(summary, [q.question for q in counted]),
+        p.answer_from_summary_prompt(summary, [q.question for q in counted], **langs),
         schemas.summary_answers_schema(len(counted)),
         check=lambda r: _indexed(r.answers, len(counted), "answer"),
     )
@@ -323,7 +351,8 @@ async def answer_and_grade(
     if to_grade:
         reply = await judge.generate(
             p.grade_answers_prompt(
-                [(q.question, q.reference_answer, q.summary_answer or "") for q in to_grade]
+                [(q.question, q.reference_answer, q.summary_answer or "") for q in to_grade],
+                **langs,
             ),
             schemas.grades_schema(len(to_grade)),
             check=lambda r: _indexed(r.grades, len(to_grade), "grade"),
@@ -345,18 +374,23 @@ async def check_claims(
     judge: CachedJudge,
     options: ScoreOptions | None = None,
     route: Route | None = None,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
 ) -> list[ClaimEvidence]:
     """Extract the summary's atomic claims, then judge each against the full source, or, when
-    that prompt would exceed the context budget, against the passages retrieved for it."""
+    that prompt would exceed the context budget, against the passages retrieved for it. Claims
+    and reasons in ``language`` (the summary's); quotes in the source's own language."""
     options = options if options is not None else ScoreOptions()
     route = route if route is not None else Route()
+    langs = {"language": language, "source_language": source_language}
 
     def check_extracted(reply: p.ExtractedClaims) -> None:
         if any(not c.strip() for c in reply.claims):
             raise ValueError("claims must be non-empty strings")
 
     extracted = await judge.generate(
-        p.extract_claims_prompt(summary),
+        p.extract_claims_prompt(summary, **langs),
         schemas.claims_schema(schemas.max_claims(summary)),
         check=check_extracted,
     )
@@ -369,8 +403,8 @@ async def check_claims(
         options,
         judge,
         route,
-        p.verify_claims_prompt,
-        p.verify_claims_excerpts_prompt,
+        functools.partial(p.verify_claims_prompt, **langs),
+        functools.partial(p.verify_claims_excerpts_prompt, **langs),
         schemas.verdicts_schema,
         "verdicts",
         "verdict",
@@ -407,10 +441,17 @@ def check_review(reply: p.StyleReview, sentence_count: int) -> None:
             raise ValueError(f"repeated point {point.point!r} must name at least two sentences")
 
 
-async def review_style(sentences: tuple[str, ...], judge: Any) -> p.StyleReview:
-    """Ask the (cached, validating) judge once for vague sentences and repeated points."""
+async def review_style(
+    sentences: tuple[str, ...],
+    judge: Any,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> p.StyleReview:
+    """Ask the (cached, validating) judge once for vague sentences and repeated points; reasons
+    and points in ``language`` (the summary's)."""
     return await judge.generate(
-        p.review_style_prompt(sentences),
+        p.review_style_prompt(sentences, language=language, source_language=source_language),
         schemas.style_review_schema(len(sentences)),
         check=lambda r: check_review(r, len(sentences)),
     )
