@@ -97,6 +97,13 @@ def _by_index(items: Sequence[Any]) -> list[Any]:
     return sorted(items, key=lambda item: item.index)
 
 
+def _sized(schema: type[Any], langs: dict[str, str | None]) -> type[Any]:
+    """``schema`` with a ``max_tokens`` that fits replies in these languages (Chinese, Japanese
+    and Korean need about three times the tokens of English per character:
+    :func:`shared.schemas.for_languages`); the schema itself, and so its name, is unchanged."""
+    return schemas.for_languages(schema, langs["language"], langs["source_language"])
+
+
 # ---------------------------------------------------------------------------------------------
 # Long sources: parts for question generation, retrieved passages for claim checks
 # ---------------------------------------------------------------------------------------------
@@ -152,7 +159,7 @@ async def chunked_questions(
         *(
             judge.generate(
                 p.generate_questions_part_prompt(part.text, i, len(parts), per_part, **langs),
-                schemas.questions_schema(per_part),
+                _sized(schemas.questions_schema(per_part), langs),
                 check=check_part,
             )
             for i, part in enumerate(parts, start=1)
@@ -279,7 +286,7 @@ async def reference_questions(
 
         generated = await judge.generate(
             prompt,
-            schemas.questions_schema(options.n),
+            _sized(schemas.questions_schema(options.n), langs),
             check=check_generated,
         )
         return [
@@ -301,7 +308,7 @@ async def reference_questions(
         route,
         functools.partial(p.answer_user_questions_prompt, **langs),
         functools.partial(p.answer_user_questions_excerpts_prompt, **langs),
-        schemas.reference_answers_schema,
+        lambda count: _sized(schemas.reference_answers_schema(count), langs),
         "answers",
         "reference answer",
     )
@@ -339,7 +346,7 @@ async def answer_and_grade(
         return questions
     answers = await judge.generate(
         p.answer_from_summary_prompt(summary, [q.question for q in counted], **langs),
-        schemas.summary_answers_schema(len(counted)),
+        _sized(schemas.summary_answers_schema(len(counted)), langs),
         check=lambda r: _indexed(r.answers, len(counted), "answer"),
     )
     answered = [
@@ -354,7 +361,7 @@ async def answer_and_grade(
                 [(q.question, q.reference_answer, q.summary_answer or "") for q in to_grade],
                 **langs,
             ),
-            schemas.grades_schema(len(to_grade)),
+            _sized(schemas.grades_schema(len(to_grade)), langs),
             check=lambda r: _indexed(r.grades, len(to_grade), "grade"),
         )
         grades = {id(q): g for q, g in zip(to_grade, _by_index(reply.grades), strict=True)}
@@ -391,7 +398,7 @@ async def check_claims(
 
     extracted = await judge.generate(
         p.extract_claims_prompt(summary, **langs),
-        schemas.claims_schema(schemas.max_claims(summary)),
+        _sized(schemas.claims_schema(schemas.max_claims(summary)), langs),
         check=check_extracted,
     )
     claims = [c.strip() for c in extracted.claims]
@@ -405,7 +412,7 @@ async def check_claims(
         route,
         functools.partial(p.verify_claims_prompt, **langs),
         functools.partial(p.verify_claims_excerpts_prompt, **langs),
-        schemas.verdicts_schema,
+        lambda count: _sized(schemas.verdicts_schema(count), langs),
         "verdicts",
         "verdict",
     )
@@ -450,8 +457,9 @@ async def review_style(
 ) -> p.StyleReview:
     """Ask the (cached, validating) judge once for vague sentences and repeated points; reasons
     and points in ``language`` (the summary's)."""
+    langs = {"language": language, "source_language": source_language}
     return await judge.generate(
-        p.review_style_prompt(sentences, language=language, source_language=source_language),
-        schemas.style_review_schema(len(sentences)),
+        p.review_style_prompt(sentences, **langs),
+        _sized(schemas.style_review_schema(len(sentences)), langs),
         check=lambda r: check_review(r, len(sentences)),
     )

@@ -16,6 +16,7 @@ import pytest
 from shared import OpenAIJudge, ScoreOptions, signature
 from shared import _judge_steps as steps
 from shared import prompts as p
+from shared import schemas as s
 from shared.judge import cache_key
 from shared.testing import FakeJudge, stub_server
 from shared.tokens import estimate_tokens
@@ -291,3 +292,56 @@ def test_stub_server_answers_in_the_asked_language() -> None:
     assert len(sent) == 2 and all(FRENCH in text for text in sent)
     assert all(re.match(r"⟦French⟧ \S", c.claim) for c in claims)
     assert claims[0].verdict == "supported"
+
+
+# ---------------------------------------------------------------------------------------------
+# Replies in dense scripts: sentence counts and max_tokens
+# ---------------------------------------------------------------------------------------------
+
+ZH_SOURCE = "北京是中国的首都。上海是中国最大的城市，人口约2500万。广州位于南方。"
+ZH_SUMMARY = "北京是中国的首都。上海是中国最大的城市，人口约2500万！"
+
+
+def test_chinese_sentences_size_the_claims_schema() -> None:
+    assert s.sentence_count(ZH_SOURCE) == 3
+    assert s.sentence_count(ZH_SUMMARY) == 2
+    assert s.max_claims(ZH_SUMMARY) == 2 * s.CLAIMS_PER_SENTENCE + 2
+    assert s.sentence_count("One fact. Another one! A third") == 3  # Latin text as before
+
+
+def test_dense_script_replies_get_room_for_their_tokens() -> None:
+    generic = s.verdicts_schema(3)
+    dense = s.for_languages(generic, "en", "zh")  # quotes come from a Chinese source
+    assert dense.__name__ == generic.__name__
+    assert dense.model_json_schema() == generic.model_json_schema()
+    assert s.for_languages(generic, "fr", "de") is generic
+    assert s.for_languages(generic, None, None) is generic
+    assert s.reply_token_limit(dense) > 2.5 * (s.reply_token_limit(generic) - 64)
+
+
+def test_chinese_pair_through_the_stub_server() -> None:
+    """Requests for a Chinese pair ask for Chinese and allow the tokens a Chinese reply needs;
+    the same requests for English are today's."""
+    options = ScoreOptions(dimensions=())
+
+    def requests(language: str | None) -> list[dict]:
+        with stub_server() as url:
+            judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
+            asyncio.run(
+                steps.check_claims(
+                    ZH_SOURCE,
+                    ZH_SUMMARY,
+                    steps.prepare_judge(judge, options),
+                    options,
+                    language=language,
+                    source_language=language,
+                )
+            )
+            return list(url.requests)
+
+    chinese, english = requests("zh"), requests(None)
+    assert len(chinese) == len(english) == 2
+    for zh, en in zip(chinese, english, strict=True):
+        assert "The source and the summary are in Chinese." in zh["messages"][-1]["content"]
+        assert zh["response_format"] == en["response_format"]
+        assert zh["max_tokens"] > 2.5 * (en["max_tokens"] - 64)
