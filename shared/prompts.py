@@ -12,6 +12,12 @@ block and smuggle instructions into the prompt. Each prompt begins with a task l
 
 The hash of all templates and schemas goes into every score's signature; ``tests/test_prompts.py``
 pins it, so editing a prompt is a visible, deliberate change (bump the pinned value and note why).
+
+Languages (docs/LANGUAGES.md, "Judge"): every builder takes ``language`` (the summary's) and
+``source_language``. For a non-English or cross-lingual pair one language block, built from the
+shared pieces below (:func:`language_block`), is appended to the prompt; without one the prompt
+is the English template's, byte for byte. The pieces have their own hash
+(:func:`language_prompts_hash`), in a signature only when the block was sent.
 """
 
 from __future__ import annotations
@@ -392,8 +398,12 @@ def language_block(task: str, language: str | None, source_language: str | None 
 
 def asked_language(prompt: str) -> str | None:
     """The language name a prompt asks the judge to write in, or None (an English prompt of
-    today's form); used by the fake judge."""
-    match = _ASKED_LANGUAGE.search(prompt)
+    today's form); used by the fake judge. Read from the last block only: the block ends the
+    prompt, so text in a user's data block cannot pose as it."""
+    _, marker, tail = prompt.rpartition("\nLanguage. ")
+    if not marker or "<<<END " in tail:  # no block, or the text found is inside a data block
+        return None
+    match = _ASKED_LANGUAGE.search(tail)
     return match.group(1) if match else None
 
 
