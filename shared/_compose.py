@@ -22,7 +22,14 @@ NO_JUDGE = (
 )
 
 
-def signature(judge: object, options: ScoreOptions, *, long: bool = False) -> str:
+def signature(
+    judge: object,
+    options: ScoreOptions,
+    *,
+    long: bool = False,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
     """``judge:<model>|n:<n>|beta:<b>|combine:<c>|prompts:<hash>|version:<v>`` (after sacrebleu).
 
     With user questions, ``n`` reads ``user<count>:<hash>`` so two question sets never share one.
@@ -30,6 +37,9 @@ def signature(judge: object, options: ScoreOptions, *, long: bool = False) -> st
     the prompts hash: the long-source templates and the budget that shaped the parts. Results on
     sources that fit carry neither, since the budget does not change them. ``samples=k > 1``
     adds ``|samples:<k>`` (a mean over k judge samples is another measurement than one sample).
+    ``language`` / ``source_language`` (the codes the judge steps were given) add
+    ``|lang-prompts:<hash>`` after the prompts hash when the prompts carried a language block
+    (:func:`shared.prompts.language_signature_part`); English adds nothing.
     """
     model = "none" if judge is None else getattr(judge, "model_id", type(judge).__name__)
     if options.questions is None:
@@ -43,6 +53,7 @@ def signature(judge: object, options: ScoreOptions, *, long: bool = False) -> st
     return (
         f"judge:{model}|n:{n}|beta:{beta}|combine:{options.combine}"
         f"|prompts:{p.prompts_hash()}"
+        + p.language_signature_part(language, source_language)
         + (f"|long:{p.long_prompts_hash()}|budget:{options.context_budget}" if long else "")
         + f"{options.dimension_settings.signature_part()}"
         + (f"|samples:{options.samples}" if options.samples > 1 else "")

@@ -9,6 +9,13 @@ the reply's shape (one entry per index, non-empty fields) so the validating judg
 one, and returns typed evidence; no scoring here. :mod:`shared.dimensions` never sees a judge:
 it receives the style review's reply.
 
+Languages: every step takes ``language`` (the summary's, an ISO 639-1 code) and, where the
+source is read, ``source_language``; the prompts then ask for everything in the summary's
+language (docs/LANGUAGES.md, "Judge"). The language is part of the prompt text, so it is part of
+every cache key: questions of one source are shared only among its summaries in one language
+(the cached judge de-duplicates identical prompts; there is no other grouping). None, or
+English with an English source, sends exactly the English prompts.
+
 Internal: the pipeline is its only caller; its names may change without notice.
 """
 
@@ -90,6 +97,13 @@ def _by_index(items: Sequence[Any]) -> list[Any]:
     return sorted(items, key=lambda item: item.index)
 
 
+def _sized(schema: type[Any], langs: dict[str, str | None]) -> type[Any]:
+    """``schema`` with a ``max_tokens`` that fits replies in these languages (Chinese, Japanese
+    and Korean need about three times the tokens of English per character:
+    :func:`shared.schemas.for_languages`); the schema itself, and so its name, is unchanged."""
+    return schemas.for_languages(schema, langs["language"], langs["source_language"])
+
+
 # ---------------------------------------------------------------------------------------------
 # Long sources: parts for question generation, retrieved passages for claim checks
 # ---------------------------------------------------------------------------------------------
@@ -119,12 +133,18 @@ def _spread(index: int, count: int) -> float:
 
 
 async def chunked_questions(
-    source: str, options: ScoreOptions, judge: CachedJudge
+    source: str,
+    options: ScoreOptions,
+    judge: CachedJudge,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
 ) -> list[QuestionEvidence]:
     """Questions from every part of a long source, asked in parallel (one round), merged
     deterministically: by importance, then by rank within the part, ties spread evenly over
     the source; identical questions kept once; the chosen ones listed in source order."""
-    overhead = estimate_tokens(p.generate_questions_part_prompt("", 99, 99, options.n))
+    langs = {"language": language, "source_language": source_language}
+    overhead = estimate_tokens(p.generate_questions_part_prompt("", 99, 99, options.n, **langs))
     parts = await asyncio.to_thread(_parts, source, options.context_budget - overhead - 16)
     per_part = min(options.n, max(2, math.ceil(2 * options.n / len(parts))))
 
@@ -138,8 +158,8 @@ async def chunked_questions(
     replies = await asyncio.gather(
         *(
             judge.generate(
-                p.generate_questions_part_prompt(part.text, i, len(parts), per_part),
-                schemas.questions_schema(per_part),
+                p.generate_questions_part_prompt(part.text, i, len(parts), per_part, **langs),
+                _sized(schemas.questions_schema(per_part), langs),
                 check=check_part,
             )
             for i, part in enumerate(parts, start=1)
@@ -234,20 +254,28 @@ async def _ask_about_source(
 
 
 async def reference_questions(
-    source: str, options: ScoreOptions, judge: CachedJudge, route: Route | None = None
+    source: str,
+    options: ScoreOptions,
+    judge: CachedJudge,
+    route: Route | None = None,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
 ) -> list[QuestionEvidence]:
-    """Questions with reference answers and importances, once per (source, options).
+    """Questions with reference answers and importances, once per (source, options, summary
+    language): written in ``language``, they are shared only among summaries in it.
 
     A source whose prompt would exceed the context budget is read part by part
     (:func:`chunked_questions`), and user questions get their reference answers from retrieved
     passages; ``route.long`` records that.
     """
     route = route if route is not None else Route()
+    langs = {"language": language, "source_language": source_language}
     if options.questions is None:
-        prompt = p.generate_questions_prompt(source, options.n)
+        prompt = p.generate_questions_prompt(source, options.n, **langs)
         if not fits(prompt, options):
             route.long = True
-            return await chunked_questions(source, options, judge)
+            return await chunked_questions(source, options, judge, **langs)
 
         def check_generated(reply: p.GeneratedQuestions) -> None:
             if not 1 <= len(reply.questions) <= options.n:
@@ -258,7 +286,7 @@ async def reference_questions(
 
         generated = await judge.generate(
             prompt,
-            schemas.questions_schema(options.n),
+            _sized(schemas.questions_schema(options.n), langs),
             check=check_generated,
         )
         return [
@@ -278,9 +306,9 @@ async def reference_questions(
         options,
         judge,
         route,
-        p.answer_user_questions_prompt,
-        p.answer_user_questions_excerpts_prompt,
-        schemas.reference_answers_schema,
+        functools.partial(p.answer_user_questions_prompt, **langs),
+        functools.partial(p.answer_user_questions_excerpts_prompt, **langs),
+        lambda count: _sized(schemas.reference_answers_schema(count), langs),
         "answers",
         "reference answer",
     )
@@ -303,15 +331,22 @@ def _normal(text: str) -> str:
 
 
 async def answer_and_grade(
-    summary: str, questions: list[QuestionEvidence], judge: CachedJudge
+    summary: str,
+    questions: list[QuestionEvidence],
+    judge: CachedJudge,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
 ) -> list[QuestionEvidence]:
-    """Answer the counted questions from the summary alone, then grade non-"idk" answers."""
+    """Answer the counted questions from the summary alone, then grade non-"idk" answers;
+    answers and grade reasons in ``language`` (the summary's)."""
+    langs = {"language": language, "source_language": source_language}
     counted = [q for q in questions if q.counted]
     if not counted:
         return questions
     answers = await judge.generate(
-        p.answer_from_summary_prompt(summary, [q.question for q in counted]),
-        schemas.summary_answers_schema(len(counted)),
+        p.answer_from_summary_prompt(summary, [q.question for q in counted], **langs),
+        _sized(schemas.summary_answers_schema(len(counted)), langs),
         check=lambda r: _indexed(r.answers, len(counted), "answer"),
     )
     answered = [
@@ -323,9 +358,10 @@ async def answer_and_grade(
     if to_grade:
         reply = await judge.generate(
             p.grade_answers_prompt(
-                [(q.question, q.reference_answer, q.summary_answer or "") for q in to_grade]
+                [(q.question, q.reference_answer, q.summary_answer or "") for q in to_grade],
+                **langs,
             ),
-            schemas.grades_schema(len(to_grade)),
+            _sized(schemas.grades_schema(len(to_grade)), langs),
             check=lambda r: _indexed(r.grades, len(to_grade), "grade"),
         )
         grades = {id(q): g for q, g in zip(to_grade, _by_index(reply.grades), strict=True)}
@@ -345,19 +381,24 @@ async def check_claims(
     judge: CachedJudge,
     options: ScoreOptions | None = None,
     route: Route | None = None,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
 ) -> list[ClaimEvidence]:
     """Extract the summary's atomic claims, then judge each against the full source, or, when
-    that prompt would exceed the context budget, against the passages retrieved for it."""
+    that prompt would exceed the context budget, against the passages retrieved for it. Claims
+    and reasons in ``language`` (the summary's); quotes in the source's own language."""
     options = options if options is not None else ScoreOptions()
     route = route if route is not None else Route()
+    langs = {"language": language, "source_language": source_language}
 
     def check_extracted(reply: p.ExtractedClaims) -> None:
         if any(not c.strip() for c in reply.claims):
             raise ValueError("claims must be non-empty strings")
 
     extracted = await judge.generate(
-        p.extract_claims_prompt(summary),
-        schemas.claims_schema(schemas.max_claims(summary)),
+        p.extract_claims_prompt(summary, **langs),
+        _sized(schemas.claims_schema(schemas.max_claims(summary)), langs),
         check=check_extracted,
     )
     claims = [c.strip() for c in extracted.claims]
@@ -369,9 +410,9 @@ async def check_claims(
         options,
         judge,
         route,
-        p.verify_claims_prompt,
-        p.verify_claims_excerpts_prompt,
-        schemas.verdicts_schema,
+        functools.partial(p.verify_claims_prompt, **langs),
+        functools.partial(p.verify_claims_excerpts_prompt, **langs),
+        lambda count: _sized(schemas.verdicts_schema(count), langs),
         "verdicts",
         "verdict",
     )
@@ -407,10 +448,18 @@ def check_review(reply: p.StyleReview, sentence_count: int) -> None:
             raise ValueError(f"repeated point {point.point!r} must name at least two sentences")
 
 
-async def review_style(sentences: tuple[str, ...], judge: Any) -> p.StyleReview:
-    """Ask the (cached, validating) judge once for vague sentences and repeated points."""
+async def review_style(
+    sentences: tuple[str, ...],
+    judge: Any,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> p.StyleReview:
+    """Ask the (cached, validating) judge once for vague sentences and repeated points; reasons
+    and points in ``language`` (the summary's)."""
+    langs = {"language": language, "source_language": source_language}
     return await judge.generate(
-        p.review_style_prompt(sentences),
-        schemas.style_review_schema(len(sentences)),
+        p.review_style_prompt(sentences, **langs),
+        _sized(schemas.style_review_schema(len(sentences)), langs),
         check=lambda r: check_review(r, len(sentences)),
     )

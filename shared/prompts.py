@@ -12,6 +12,12 @@ block and smuggle instructions into the prompt. Each prompt begins with a task l
 
 The hash of all templates and schemas goes into every score's signature; ``tests/test_prompts.py``
 pins it, so editing a prompt is a visible, deliberate change (bump the pinned value and note why).
+
+Languages (docs/LANGUAGES.md, "Judge"): every builder takes ``language`` (the summary's) and
+``source_language``. For a non-English or cross-lingual pair one language block, built from the
+shared pieces below (:func:`language_block`), is appended to the prompt; without one the prompt
+is the English template's, byte for byte. The pieces have their own hash
+(:func:`language_prompts_hash`), in a signature only when the block was sent.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import json
 import re
 import weakref
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel
 
@@ -258,6 +264,150 @@ SCHEMA_FOR_TASK: dict[str, type[BaseModel]] = {
 }
 
 # ---------------------------------------------------------------------------------------------
+# Language (issue 18): one instruction block, built from shared pieces, appended to any prompt
+# ---------------------------------------------------------------------------------------------
+
+_LANGUAGE_NAMES = {
+    "ar": "Arabic",
+    "cs": "Czech",
+    "da": "Danish",
+    "de": "German",
+    "el": "Greek",
+    "en": "English",
+    "es": "Spanish",
+    "fi": "Finnish",
+    "fr": "French",
+    "hi": "Hindi",
+    "it": "Italian",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "nl": "Dutch",
+    "pl": "Polish",
+    "pt": "Portuguese",
+    "ru": "Russian",
+    "sv": "Swedish",
+    "tr": "Turkish",
+    "uk": "Ukrainian",
+    "zh": "Chinese",
+}
+_CODE = re.compile(r"[a-z]{2,3}")
+
+
+def _language_code(code: str) -> str:
+    """``code`` as a bare lower-case ISO 639 code ("pt-BR" -> "pt"); anything else is refused,
+    since the code's name is written into prompts."""
+    key = code.strip().lower().replace("_", "-").split("-")[0]
+    if not _CODE.fullmatch(key):
+        raise ValueError(f"not an ISO 639-1 language code: {code!r}")
+    return key
+
+
+def _language_name(code: str) -> str:
+    """The English name of a language code, as the prompts write it; a code without a known
+    name is written as the code itself ("the language with code 'xx'")."""
+    key = _language_code(code)
+    return _LANGUAGE_NAMES.get(key, f"the language with code '{key}'")
+
+
+# The pieces. Placeholders: {summary} / {source} = language names, {what} = the texts the task
+# writes, {fixed} = the fixed words of its reply format. Cross-lingual pieces are used only when
+# the source's language differs from the summary's.
+_LANGUAGE_SAME = "Language. The source and the summary are in {summary}."
+_LANGUAGE_PAIR = "Language. The source is in {source}; the summary is in {summary}."
+_LANGUAGE_WRITE = "- Write {what} in {summary}, the summary's language."
+_LANGUAGE_WRITE_ACROSS = (
+    "- Write {what} in {summary}, the summary's language, not in {source}, even where their "
+    "content comes from the source."
+)
+_LANGUAGE_COMPARE = (
+    "- Texts in {summary} and texts in {source} are compared by meaning: a statement in "
+    "{summary} is supported by {source} text that states the same fact; a difference in "
+    "language or wording alone is never a reason against it."
+)
+_LANGUAGE_QUOTE = (
+    "- Quote the source in {source}, exactly as written there; never translate a quote."
+)
+_LANGUAGE_KEEP = "- Keep the JSON keys{fixed} exactly as given above, in English."
+
+
+class _LanguageTask(NamedTuple):
+    """What the language block of one task says."""
+
+    writes: str
+    """The texts the judge writes in this task."""
+    fixed: str = ""
+    """Fixed words of its reply format, which stay as given (the code reads them)."""
+    compares: bool = False
+    """It compares texts that may be in two languages (verdicts, grades)."""
+    quotes: bool = False
+    """It quotes the source."""
+
+
+_VERDICT_WORDS = '"supported", "contradicted", "not_in_source"'
+_LANGUAGE_TASKS: dict[str, _LanguageTask] = {
+    "generate_questions": _LanguageTask("the questions and the reference answers"),
+    "generate_questions_part": _LanguageTask("the questions and the reference answers"),
+    "answer_user_questions": _LanguageTask("the reference answers", '"not in source"'),
+    "answer_user_questions_excerpts": _LanguageTask("the reference answers", '"not in source"'),
+    "extract_claims": _LanguageTask("the claims"),
+    "verify_claims": _LanguageTask("the reasons", _VERDICT_WORDS, True, True),
+    "verify_claims_excerpts": _LanguageTask("the reasons", _VERDICT_WORDS, True, True),
+    "answer_from_summary": _LanguageTask("the answers", '"idk"'),
+    "grade_answers": _LanguageTask("the reasons", "", True),
+    "review_style": _LanguageTask("the reasons and the repeated points"),
+}
+_ASKED_LANGUAGE = re.compile(r"^- Write .+? in (.+?), the summary's language", re.MULTILINE)
+
+
+def languages(language: str | None, source_language: str | None) -> tuple[str, str] | None:
+    """(summary, source) language codes when prompts need a language block, else None.
+
+    ``language`` is the summary's language; None means unknown and gives today's prompts, as
+    does English with an English (or unknown: None) source."""
+    if language is None:
+        return None
+    summary = _language_code(language)
+    source = _language_code(source_language) if source_language is not None else summary
+    return None if summary == source == "en" else (summary, source)
+
+
+def language_block(task: str, language: str | None, source_language: str | None = None) -> str:
+    """The language instructions for ``task`` ("" when none are needed: see :func:`languages`).
+
+    Everything the judge writes comes back in the summary's language (docs/LANGUAGES.md,
+    "Judge"); a cross-lingual pair is named as such, told to compare by meaning across the two
+    languages where the task compares texts, and to quote the source untranslated."""
+    pair = languages(language, source_language)
+    if pair is None:
+        return ""
+    summary, source = (_language_name(code) for code in pair)
+    spec = _LANGUAGE_TASKS[task]
+    across = pair[0] != pair[1]
+    lines = [
+        _LANGUAGE_PAIR if across else _LANGUAGE_SAME,
+        _LANGUAGE_WRITE_ACROSS if across else _LANGUAGE_WRITE,
+    ]
+    if across and spec.compares:
+        lines.append(_LANGUAGE_COMPARE)
+    if across and spec.quotes:
+        lines.append(_LANGUAGE_QUOTE)
+    lines.append(_LANGUAGE_KEEP)
+    fixed = f" and the fixed values {spec.fixed}" if spec.fixed else ""
+    return "\n".join(lines).format(summary=summary, source=source, what=spec.writes, fixed=fixed)
+
+
+def asked_language(prompt: str) -> str | None:
+    """The language name a prompt asks the judge to write in, or None (an English prompt of
+    today's form); used by the fake judge. Read from the last block only: the block ends the
+    prompt, so text in a user's data block cannot pose as it."""
+    _, marker, tail = prompt.rpartition("\nLanguage. ")
+    if not marker or "<<<END " in tail:  # no block, or the text found is inside a data block
+        return None
+    match = _ASKED_LANGUAGE.search(tail)
+    return match.group(1) if match else None
+
+
+# ---------------------------------------------------------------------------------------------
 # Blocks
 # ---------------------------------------------------------------------------------------------
 
@@ -296,9 +446,20 @@ def task_of(prompt: str) -> str | None:
     return match.group(1) if match else None
 
 
-def render(task: str, **fields: str | int) -> str:
+def render(
+    task: str,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+    **fields: str | int,
+) -> str:
+    """The prompt of ``task``; with a language that needs one (:func:`languages`), its language
+    block follows the reply format, last, where a small model reads it just before answering.
+    Without, the text is exactly the English template's (its pinned hash holds)."""
     template, _ = PROMPTS[task] if task in PROMPTS else LONG_PROMPTS[task]
-    return template.format(task_line=TASK_LINE.format(task=task), data_rule=_DATA_RULE, **fields)
+    text = template.format(task_line=TASK_LINE.format(task=task), data_rule=_DATA_RULE, **fields)
+    extra = language_block(task, language, source_language)
+    return f"{text}\n{extra}\n" if extra else text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,35 +467,76 @@ def render(task: str, **fields: str | int) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def generate_questions_prompt(source: str, n: int) -> str:
-    return render("generate_questions", n=n, source_block=block("SOURCE", source))
+def generate_questions_prompt(
+    source: str, n: int, *, language: str | None = None, source_language: str | None = None
+) -> str:
+    """Questions about ``source``, written in ``language`` (the summary's: the questions of one
+    source are shared only among its summaries in one language)."""
+    return render(
+        "generate_questions",
+        n=n,
+        source_block=block("SOURCE", source),
+        language=language,
+        source_language=source_language,
+    )
 
 
-def answer_user_questions_prompt(source: str, questions: Sequence[str]) -> str:
+def answer_user_questions_prompt(
+    source: str,
+    questions: Sequence[str],
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
     return render(
         "answer_user_questions",
         source_block=block("SOURCE", source),
         questions_block=numbered_block("QUESTIONS", questions),
+        language=language,
+        source_language=source_language,
     )
 
 
-def extract_claims_prompt(summary: str) -> str:
-    return render("extract_claims", summary_block=block("SUMMARY", summary))
+def extract_claims_prompt(
+    summary: str, *, language: str | None = None, source_language: str | None = None
+) -> str:
+    return render(
+        "extract_claims",
+        summary_block=block("SUMMARY", summary),
+        language=language,
+        source_language=source_language,
+    )
 
 
-def verify_claims_prompt(source: str, claims: Sequence[str]) -> str:
+def verify_claims_prompt(
+    source: str,
+    claims: Sequence[str],
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
     return render(
         "verify_claims",
         source_block=block("SOURCE", source),
         claims_block=numbered_block("CLAIMS", claims),
+        language=language,
+        source_language=source_language,
     )
 
 
-def answer_from_summary_prompt(summary: str, questions: Sequence[str]) -> str:
+def answer_from_summary_prompt(
+    summary: str,
+    questions: Sequence[str],
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
     return render(
         "answer_from_summary",
         summary_block=block("SUMMARY", summary),
         questions_block=numbered_block("QUESTIONS", questions),
+        language=language,
+        source_language=source_language,
     )
 
 
@@ -355,23 +557,54 @@ def read_grade_item(line: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in fields.items()}
 
 
-def grade_answers_prompt(items: Sequence[tuple[str, str, str]]) -> str:
+def grade_answers_prompt(
+    items: Sequence[tuple[str, str, str]],
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
     """``items``: (question, reference answer, candidate answer) triples, one JSON object each
     (:func:`grade_item`)."""
     lines = [grade_item(q, r, c) for q, r, c in items]
-    return render("grade_answers", items_block=numbered_block("ITEMS", lines))
+    return render(
+        "grade_answers",
+        items_block=numbered_block("ITEMS", lines),
+        language=language,
+        source_language=source_language,
+    )
 
 
-def review_style_prompt(sentences: Sequence[str]) -> str:
+def review_style_prompt(
+    sentences: Sequence[str], *, language: str | None = None, source_language: str | None = None
+) -> str:
     """One call for both judged dimensions: vague sentences (specificity) and repeated points
     (non-redundancy); the sentences are spaCy's split, numbered from 1."""
-    return render("review_style", sentences_block=numbered_block("SENTENCES", sentences))
+    return render(
+        "review_style",
+        sentences_block=numbered_block("SENTENCES", sentences),
+        language=language,
+        source_language=source_language,
+    )
 
 
-def generate_questions_part_prompt(part: str, index: int, parts: int, n: int) -> str:
+def generate_questions_part_prompt(
+    part: str,
+    index: int,
+    parts: int,
+    n: int,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
     """Questions from part ``index`` (1-based) of ``parts`` of a long source."""
     return render(
-        "generate_questions_part", n=n, part=index, parts=parts, part_block=block("PART", part)
+        "generate_questions_part",
+        n=n,
+        part=index,
+        parts=parts,
+        part_block=block("PART", part),
+        language=language,
+        source_language=source_language,
     )
 
 
@@ -388,31 +621,48 @@ def excerpts_text(passages: Sequence[tuple[int, str]]) -> str:
     return "\n".join(lines)
 
 
-def verify_claims_excerpts_prompt(
-    passages: Sequence[tuple[int, str]], claims: Sequence[str], last: int | None = None
-) -> str:
-    """Claims against retrieved passages; ``last`` = the source's last passage position, so a
-    trailing "[…]" shows that text follows."""
+def _excerpts(passages: Sequence[tuple[int, str]], last: int | None) -> str:
+    """:func:`excerpts_text`, with a trailing "[…]" when text follows the last passage shown
+    (``last`` = the source's last passage position)."""
     text = excerpts_text(passages)
     if last is not None and passages and max(i for i, _ in passages) < last:
         text += "\n[…]"
+    return text
+
+
+def verify_claims_excerpts_prompt(
+    passages: Sequence[tuple[int, str]],
+    claims: Sequence[str],
+    last: int | None = None,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
+    """Claims against retrieved passages; ``last`` = the source's last passage position, so a
+    trailing "[…]" shows that text follows."""
     return render(
         "verify_claims_excerpts",
-        excerpts_block=block("EXCERPTS", text),
+        excerpts_block=block("EXCERPTS", _excerpts(passages, last)),
         claims_block=numbered_block("CLAIMS", claims),
+        language=language,
+        source_language=source_language,
     )
 
 
 def answer_user_questions_excerpts_prompt(
-    passages: Sequence[tuple[int, str]], questions: Sequence[str], last: int | None = None
+    passages: Sequence[tuple[int, str]],
+    questions: Sequence[str],
+    last: int | None = None,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
 ) -> str:
-    text = excerpts_text(passages)
-    if last is not None and passages and max(i for i, _ in passages) < last:
-        text += "\n[…]"
     return render(
         "answer_user_questions_excerpts",
-        excerpts_block=block("EXCERPTS", text),
+        excerpts_block=block("EXCERPTS", _excerpts(passages, last)),
         questions_block=numbered_block("QUESTIONS", questions),
+        language=language,
+        source_language=source_language,
     )
 
 
@@ -479,3 +729,29 @@ def long_prompts_hash() -> str:
         for task, (template, schema) in sorted(LONG_PROMPTS.items())
     ]
     return _digest(*parts)[:8]
+
+
+@functools.cache
+def language_prompts_hash() -> str:
+    """Hash of the language instructions (8 hex digits): their pieces and what each task is told
+    (:func:`language_block`). In a signature only when a prompt carried a language block
+    (``|lang-prompts:<hash>``), so English results keep their signatures and cache entries."""
+    pieces = [
+        _LANGUAGE_SAME,
+        _LANGUAGE_PAIR,
+        _LANGUAGE_WRITE,
+        _LANGUAGE_WRITE_ACROSS,
+        _LANGUAGE_COMPARE,
+        _LANGUAGE_QUOTE,
+        _LANGUAGE_KEEP,
+    ]
+    tasks = [f"{task}={tuple(spec)!r}" for task, spec in sorted(_LANGUAGE_TASKS.items())]
+    return _digest(*pieces, *tasks)[:8]
+
+
+def language_signature_part(language: str | None, source_language: str | None = None) -> str:
+    """``|lang-prompts:<hash>`` when prompts for these languages carry a language block, else
+    "" (English, or an unknown language: today's prompts)."""
+    if languages(language, source_language) is None:
+        return ""
+    return f"|lang-prompts:{language_prompts_hash()}"

@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, StringConstraints, create_model
 
@@ -78,6 +78,10 @@ class ReplySchema(BaseModel):
 
     Extra keys in a reply are ignored by validation (they carry nothing the core reads); the
     sent schema forbids them so that grammar-constrained servers never generate them."""
+
+    chars_per_token: ClassVar[float] = 3
+    """Characters a reply token is assumed to hold, for :func:`reply_token_limit`
+    (:data:`CHARS_PER_TOKEN`; 1 for a reply in a dense script: :func:`for_languages`)."""
 
     @classmethod
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
@@ -345,7 +349,9 @@ def per_call_rules(generic: type[BaseModel]) -> str:
     return sample + rule
 
 
-_SENTENCE_END = re.compile(r"[.!?…]+(?:[\"'”’)\]]*)(?=\s|$)")
+_SENTENCE_END = re.compile(r"[.!?…]+(?:[\"'”’)\]]*)(?=\s|$)|[。！？]+[”’」』）]*")
+"""Sentence ends: Latin ones before a space or the end; CJK full stops anywhere (no space
+follows them in Chinese or Japanese text)."""
 
 
 def sentence_count(text: str) -> int:
@@ -400,6 +406,28 @@ def _max_chars(node: dict[str, Any]) -> int:
     return 6  # integer or number
 
 
+DENSE_SCRIPT_LANGUAGES = frozenset({"zh", "ja", "ko"})
+"""Languages whose text runs about one character a token (Chinese, Japanese, Korean), against
+about four for English: a reply in them needs three times the tokens per bounded character."""
+
+
+@functools.lru_cache(maxsize=1024)
+def dense_script(schema: type[ReplySchema]) -> type[ReplySchema]:
+    """``schema`` for a reply in a dense script: the same name (routing, call counts) and the
+    same JSON schema (what is sent), but a ``max_tokens`` at one character a token, so a valid
+    reply in Chinese is not cut off by a limit sized for English."""
+    namespace = {"chars_per_token": 1, "__module__": __name__, "__qualname__": schema.__qualname__}
+    return type(schema.__name__, (schema,), namespace)
+
+
+def for_languages(schema: type[ReplySchema], *codes: str | None) -> type[ReplySchema]:
+    """``schema``, or its :func:`dense_script` variant when any of ``codes`` (the languages the
+    reply's texts are in: the summary's, and the source's for quotes) is in
+    :data:`DENSE_SCRIPT_LANGUAGES`."""
+    languages = {c.strip().lower().replace("_", "-").split("-")[0] for c in codes if c}
+    return dense_script(schema) if languages & DENSE_SCRIPT_LANGUAGES else schema
+
+
 @functools.lru_cache(maxsize=1024)
 def reply_token_limit(schema: type[BaseModel]) -> int | None:
     """``max_tokens`` for a reply to ``schema``: its longest valid JSON text at
@@ -411,9 +439,11 @@ def reply_token_limit(schema: type[BaseModel]) -> int | None:
     to derive a limit from."""
     if not (isinstance(schema, type) and issubclass(schema, ReplySchema)):
         return None
-    return json_schema_token_limit(schema.model_json_schema())
+    return json_schema_token_limit(schema.model_json_schema(), schema.chars_per_token)
 
 
-def json_schema_token_limit(json_schema: dict[str, Any]) -> int:
+def json_schema_token_limit(
+    json_schema: dict[str, Any], chars_per_token: float = CHARS_PER_TOKEN
+) -> int:
     """:func:`reply_token_limit` of a bounded, inlined JSON schema (what a request carries)."""
-    return min(MAX_REPLY_TOKENS, _max_chars(json_schema) // CHARS_PER_TOKEN + 64)
+    return min(MAX_REPLY_TOKENS, int(_max_chars(json_schema) // chars_per_token) + 64)

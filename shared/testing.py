@@ -5,7 +5,11 @@
   the source's sentences, claims from the summary's sentences, verdicts and grades from word
   overlap. It records every prompt it receives. ``FakeJudge(vary_by_seed=True)`` lowers its
   default grades by an amount that depends on the request's seed, so judge samples
-  (``samples=k``) disagree as a sampled LLM would.
+  (``samples=k``) disagree as a sampled LLM would. A prompt that asks for another language
+  (:func:`shared.prompts.language_block`) gets every text the fake writes (questions, reference
+  answers, claims, answers, reasons, points; not quotes, not "idk") prefixed with that
+  language's marker, ``⟦French⟧ ``: a test sees both that the prompt asked for French and that
+  the reply was used. The marker is ignored when the fake compares texts.
 - :func:`stub_server`: an OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 that answers
   through a FakeJudge, so the real ``openai`` client path (and anything built on it: ragas
   ``llm_factory``, DeepEval models, the CLI) runs offline.
@@ -53,8 +57,20 @@ def _stem(word: str) -> str:
     return word
 
 
+_MARKER = re.compile(r"⟦[^⟦⟧]*⟧ ")
+
+
+def language_marker(prompt: str) -> str:
+    """``"⟦French⟧ "`` when ``prompt`` asks the judge to write in French; "" for a prompt with no
+    language block (English as today)."""
+    name = p.asked_language(prompt)
+    return f"⟦{name}⟧ " if name else ""
+
+
 def content_words(text: str) -> list[str]:
-    """Lower-cased, crudely stemmed words without stop words (the fake's notion of meaning)."""
+    """Lower-cased, crudely stemmed words without stop words (the fake's notion of meaning);
+    language markers are not words."""
+    text = _MARKER.sub("", text)
     return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP]
 
 
@@ -252,14 +268,17 @@ def _generate_questions(prompt: str) -> dict:
     source = p.read_block(prompt, "SOURCE") or p.read_block(prompt, "PART") or ""
     match = re.search(r"write (?:up to )?(\d+) open-ended questions", prompt, re.IGNORECASE)
     n = int(match.group(1)) if match else 5
+    mark = language_marker(prompt)
     questions = []
     for i, sentence in enumerate(sentences(source)[:n]):
         words = [w for w in _WORD.findall(sentence.lower()) if w not in _STOP][:4]
         topic = " ".join(words) or sentence[:30]
         questions.append(
             {
-                "question": _clip(f"What does the source say about {topic}?", sch.QUESTION_CHARS),
-                "reference_answer": _clip(sentence, sch.ANSWER_CHARS),
+                "question": _clip(
+                    f"{mark}What does the source say about {topic}?", sch.QUESTION_CHARS
+                ),
+                "reference_answer": _clip(mark + sentence, sch.ANSWER_CHARS),
                 "importance": max(1, 5 - i),
             }
         )
@@ -278,17 +297,19 @@ def _source_text(prompt: str) -> str:
 
 def _answer_user_questions(prompt: str) -> dict:
     source_sentences = sentences(_source_text(prompt))
+    mark = language_marker(prompt)
     answers = []
     for i, question in enumerate(p.read_numbered_block(prompt, "QUESTIONS"), start=1):
         best, hits = _best_sentence(content_words(question), source_sentences)
-        answer = _clip(best, sch.ANSWER_CHARS) if hits else "not in source"
+        answer = _clip(mark + best, sch.ANSWER_CHARS) if hits else "not in source"
         answers.append({"index": i, "reference_answer": answer})
     return {"answers": answers}
 
 
 def _extract_claims(prompt: str) -> dict:
     summary = p.read_block(prompt, "SUMMARY") or ""
-    found = [_clip(c, sch.CLAIM_CHARS) for c in sentences(summary) if content_words(c)]
+    mark = language_marker(prompt)
+    found = [_clip(mark + c, sch.CLAIM_CHARS) for c in sentences(summary) if content_words(c)]
     return {"claims": found[: sch.max_claims(summary)]}
 
 
@@ -297,6 +318,7 @@ def _verify_claims(prompt: str) -> dict:
     source_words = set(content_words(source))
     source_sentences = sentences(source)
     source_numbers = set(re.findall(r"\d+(?:\.\d+)?", source))
+    mark = language_marker(prompt)
     verdicts = []
     for i, claim in enumerate(p.read_numbered_block(prompt, "CLAIMS"), start=1):
         words = content_words(claim)
@@ -314,7 +336,7 @@ def _verify_claims(prompt: str) -> dict:
             {
                 "index": i,
                 "verdict": verdict,
-                "reason": reason,
+                "reason": _clip(mark + reason, sch.REASON_CHARS),
                 "quote": _clip(quote, sch.QUOTE_CHARS),
             }
         )
@@ -323,14 +345,17 @@ def _verify_claims(prompt: str) -> dict:
 
 def _answer_from_summary(prompt: str) -> dict:
     summary_sentences = sentences(p.read_block(prompt, "SUMMARY") or "")
+    mark = language_marker(prompt)
     answers = []
     for i, question in enumerate(p.read_numbered_block(prompt, "QUESTIONS"), start=1):
         best, hits = _best_sentence(content_words(question), summary_sentences)
-        answers.append({"index": i, "answer": _clip(best, sch.ANSWER_CHARS) if hits else "idk"})
+        answer = _clip(mark + best, sch.ANSWER_CHARS) if hits else "idk"
+        answers.append({"index": i, "answer": answer})
     return {"answers": answers}
 
 
 def _grade_answers(prompt: str) -> dict:
+    mark = language_marker(prompt)
     grades = []
     for i, item in enumerate(p.read_numbered_block(prompt, "ITEMS"), start=1):
         fields = p.read_grade_item(item)
@@ -338,7 +363,11 @@ def _grade_answers(prompt: str) -> dict:
         candidate = set(content_words(fields.get("candidate", "")))
         share = _overlap(reference, candidate)
         grades.append(
-            {"index": i, "grade": round(5 * share), "reason": f"{share:.0%} of the reference"}
+            {
+                "index": i,
+                "grade": round(5 * share),
+                "reason": _clip(f"{mark}{share:.0%} of the reference", sch.REASON_CHARS),
+            }
         )
     return {"grades": grades}
 
@@ -354,10 +383,13 @@ def _review_style(prompt: str) -> dict:
     """Vague = a sentence about the text rather than its content (the prompt's examples);
     repeated = a later sentence sharing at least 60% of the shorter one's content words."""
     numbered = p.read_numbered_block(prompt, "SENTENCES")
+    mark = language_marker(prompt)
     verdicts = []
     for i, sentence in enumerate(numbered, start=1):
         vague = bool(_VAGUE_OPENERS.search(sentence))
-        reason = "it says what the text is about instead of stating the facts" if vague else ""
+        reason = (
+            f"{mark}it says what the text is about instead of stating the facts" if vague else ""
+        )
         verdicts.append({"index": i, "vague": vague, "reason": reason})
     words = [set(content_words(sentence)) for sentence in numbered]
     points = []
@@ -375,7 +407,7 @@ def _review_style(prompt: str) -> dict:
             point = " ".join(sorted(words[i] & words[group[0]])[:6])
             points.append(
                 {
-                    "point": _clip(point, sch.POINT_CHARS),
+                    "point": _clip(mark + point, sch.POINT_CHARS),
                     "sentences": [i + 1] + [j + 1 for j in group],
                 }
             )
