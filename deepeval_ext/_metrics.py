@@ -240,7 +240,11 @@ class _SummaryMetricBase(BaseMetric):
         self.success = self.is_successful()
         self.verbose_logs = construct_verbose_logs(
             self,
-            steps=[*_evidence_steps(evaluation), f"Score: {self.score}\nReason: {self.reason}"],
+            steps=[
+                *_evidence_steps(evaluation),
+                f"Reason in full:\n{evaluation.reason_detail}",
+                f"Score: {self.score}\nReason: {self.reason}",  # DeepEval prints only the last
+            ],
         )
 
     def _reason(self, evaluation: SummaryEvaluation) -> str:
@@ -343,11 +347,8 @@ class SummarySubScoreMetric(_SummaryMetricBase):
         return options
 
     def _reason(self, evaluation: SummaryEvaluation) -> str:
-        value = evaluation.sub_scores()[self.sub_score]
-        if self.model is None:  # no LLM on purpose: the dimension's own account, not "no judge"
-            evidence = getattr(evaluation.dimension_evidence, self.sub_score, None)
-            return f"{self.sub_score} {value:.2f}: {getattr(evidence, 'reason', '')}"
-        return f"{self.sub_score} {value:.2f}. {evaluation.reason}"
+        # this sub-score's own account, with or without an LLM; never the headline's reason
+        return evaluation.reason_for(self.sub_score)
 
 
 _CORE_SCORES = frozenset(s.name for s in SUB_SCORES if not s.dimension)

@@ -53,9 +53,10 @@ class SummaryQuality(BaseMetric):
         """Score one summary; bad input raises (TypeError/ValueError), an unscored row does not."""
         evaluation = await self.settings.evaluate(self.llm, reference_contexts, response)
         value = self.settings.value(evaluation, self.name)
-        reason = evaluation.reason  # "Unscored: <why>" for an unscored row
+        # the headline's reason ("Unscored: <why>" for an unscored row), or the sub-score's own
+        reason = evaluation.reason_for(self.settings.sub_score)
         if math.isnan(value) and (evaluation.scored or self.settings.sub_score in DIMENSIONS):
-            reason = f"{self.settings.missing_reason(evaluation)}. {evaluation.reason}"
+            reason = self.settings.missing_reason(evaluation)
         return MetricResult(
             value=value,
             reason=reason,

@@ -140,20 +140,23 @@ def combine_samples(runs: Sequence[SummaryEvaluation]) -> SummaryEvaluation:
     if failed:
         i, error = failed[0]
         error = f"{len(failed)} of {k} judge samples unscored; sample {i}: {error}"
-        reason = f"Unscored: {error}"
+        reason = detail = f"Unscored: {error}"
     else:
         parts = ", ".join(
             f"{name} {means[name]:.2f} (sd {spread[name]:.2f})"
             for name in ("score", "alignment", "coverage")
             if means[name] is not None and spread[name] is not None
         )
-        reason = f"Mean over {k} judge samples: {parts}. Sample 1: {first.reason}"
+        head = f"Mean over {k} judge samples: {parts}."
+        reason = f"{head}\nSample 1: {first.reason}"
+        detail = f"{head}\nSample 1: {first.reason_detail}"
         error = None
     return first.model_copy(
         update={
             **means,
             "error": error,
             "reason": reason,
+            "reason_detail": detail,
             "signature": signature,
             "sample_scores": per_sample,
             "spread": spread,

@@ -40,9 +40,8 @@ from typing import Any, Unpack
 
 from ._compose import (
     NO_JUDGE,
-    compose_reason,
+    compose_reasons,
     dimension_fields,
-    dimension_line,
     failure_text,
     signature,
     unscored,
@@ -136,9 +135,7 @@ async def _evaluate(
         batch, index = SharedAnalyser.join(summary, settings)
     if judge is None:
         dims = await _dimensions(source, summary, judge, settings, batch, index)
-        result = unscored(NO_JUDGE, sig, **dimension_fields(dims))
-        line = dimension_line(dims)
-        return result.model_copy(update={"reason": f"{result.reason} {line}".strip()})
+        return unscored(NO_JUDGE, sig, **dimension_fields(dims))
 
     route = Route()  # the source-level calls' route; each scoring adds its own for claims
     questions = asyncio.ensure_future(reference_questions(source, options, judge, route))
@@ -211,18 +208,13 @@ async def _judged(
     coverage = weighted_coverage([q.importance for q in counted], [q.grade or 0 for q in counted])
     alignment = alignment_ratio(sum(c.verdict == "supported" for c in claims), len(claims))
     score = combine_scores(alignment, coverage, beta=options.beta, combine=options.combine)
+    reason, detail = compose_reasons(score, alignment, coverage, claims, questions, options, dims)
     return SummaryEvaluation(
         score=score,
         alignment=alignment,
         coverage=coverage,
-        reason=" ".join(
-            part
-            for part in (
-                compose_reason(score, alignment, coverage, claims, questions, options),
-                dimension_line(dims),
-            )
-            if part
-        ),
+        reason=reason,
+        reason_detail=detail,
         questions=questions,
         claims=claims,
         signature=sig,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from .dimensions.evidence import DimensionEvidence
 from .prompts import Verdict
@@ -48,6 +48,12 @@ class SummaryEvaluation(BaseModel):
     coverage: float | None = Field(ge=0.0, le=1.0, allow_inf_nan=False)
     error: str | None = None
     reason: str = ""
+    """The short account: the headline, then one line per part (alignment, coverage, each
+    dimension), the part that pulled the score down first, each line clipped to about 100
+    characters so it reads in a terminal or a results table."""
+    reason_detail: str = ""
+    """The full account behind ``reason``: every unsupported claim, every missed question and each
+    dimension's whole reason, one item per line (``reason`` when there is nothing more to say)."""
     questions: list[QuestionEvidence] = Field(default_factory=list)
     claims: list[ClaimEvidence] = Field(default_factory=list)
     density: float | None = None
@@ -67,6 +73,12 @@ class SummaryEvaluation(BaseModel):
     """With ``samples=k > 1``: the standard deviation over samples of each sub-score (None where
     fewer than two samples have a value). Empty for a single-sample run."""
 
+    @model_validator(mode="after")
+    def _detail_defaults_to_reason(self) -> SummaryEvaluation:
+        if not self.reason_detail:
+            self.reason_detail = self.reason
+        return self
+
     @property
     def scored(self) -> bool:
         return self.error is None and self.score is not None
@@ -74,6 +86,13 @@ class SummaryEvaluation(BaseModel):
     def sub_scores(self) -> dict[str, float | None]:
         """The headline score and every sub-score by name (what adapters put in columns)."""
         return {name: getattr(self, name) for name in SUB_SCORE_NAMES}
+
+    def reason_for(self, name: str) -> str:
+        """The reason for sub-score ``name`` alone (what a per-sub-score metric reports): its
+        value and its own evidence, not the headline's account; ``"score"`` gives ``reason``."""
+        from ._compose import sub_score_reason  # the text is built beside the other reasons
+
+        return sub_score_reason(self, name)
 
     def spread_columns(self) -> dict[str, float | None]:
         """``<sub-score>_sd`` for every sub-score, when the result has samples; else empty."""

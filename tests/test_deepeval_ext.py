@@ -629,7 +629,8 @@ def test_dimension_metric_succeeds_when_the_judge_fails_only_the_headline(
             healthy.sub_scores()[name]
         )
         assert metric.error is None and metric.success is True, name
-        assert metric.reason.startswith(f"{name} ") and "Unscored:" in metric.reason
+        # its own account (the dimension's evidence), not the failed headline's reason
+        assert metric.reason.startswith(f"{name} ") and "Unscored:" not in metric.reason
     # a dimension that itself failed is an error with the core's reason, never 0
     no_style = FakeJudge({p.StyleReview: ["not json"] * 10})
     specificity = SummarySubScoreMetric("specificity", model=FakeDeepEvalModel(no_style))

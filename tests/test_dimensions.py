@@ -168,7 +168,7 @@ def test_judged_dimensions_with_fake_judge_defaults() -> None:
     assert result.non_redundancy == pytest.approx(
         1 - (red.deterministic_redundancy + red.judge_redundancy) / 2
     )
-    assert "Dimensions: density" in result.reason
+    assert "\ndensity " in result.reason and "Dimensions:\n  " in result.reason_detail
     assert result.sub_scores()["specificity"] == 0.5
     assert result.to_row()["coherence"] == result.coherence
 

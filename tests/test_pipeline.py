@@ -124,8 +124,9 @@ def test_seed_example_exact_scores_and_evidence(seed: tuple[str, str]) -> None:
     third = p.read_grade_item(p.read_numbered_block(grade_prompt, "ITEMS")[2])
     assert third["question"].startswith("What extra")
     assert len(p.read_numbered_block(grade_prompt, "ITEMS")) == 3
-    assert "Coverage: 2/4 questions fully answered" in result.reason
-    assert "When are the reminders sent?" in result.reason
+    assert "coverage 0.85: 2/4 questions fully answered" in result.reason  # the short account
+    assert "Coverage: 2/4 questions fully answered" in result.reason_detail
+    assert "When are the reminders sent?" in result.reason_detail
     assert result.signature.startswith("judge:fake-judge|n:10|beta:1|combine:fbeta|prompts:")
 
 
@@ -148,8 +149,9 @@ def test_hallucinated_and_contradicted_claims_lower_alignment(seed: tuple[str, s
     assert result.alignment == pytest.approx(4 / 6)
     coverage = 55 / 65
     assert result.score == pytest.approx(2 * (4 / 6) * coverage / (4 / 6 + coverage))
-    assert "Unsupported (contradicted)" in result.reason
-    assert "Unsupported (not in source)" in result.reason
+    assert "Unsupported (contradicted)" in result.reason_detail
+    assert "Unsupported (not in source)" in result.reason_detail
+    assert "alignment 0.67: 4/6 claims supported; contradicted: " in result.reason  # worst first
 
 
 def test_beta_and_min_options(seed: tuple[str, str]) -> None:
@@ -266,7 +268,7 @@ def test_user_questions_only_generate_reference_answers(seed: tuple[str, str]) -
     assert result.scored
     ceo = result.questions[1]
     assert ceo.counted is False and ceo.grade is None  # the source cannot answer it
-    assert "1 user question(s) left out" in result.reason
+    assert "1 user question(s) left out" in result.reason_detail
     assert "|n:user2:" in result.signature
 
 

