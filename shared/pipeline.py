@@ -61,6 +61,7 @@ from .dimensions import DimensionEvidence, DimensionSettings, build_evidence, un
 from .dimensions.batching import BatchAnalysis, SharedAnalyser
 from .judge import CachedJudge, Judge, base_judge
 from .judge_check import context_budget_for
+from .language import LanguageEvidence, detect, resolve_languages
 from .options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_CONTEXT_BUDGET,
@@ -120,7 +121,44 @@ async def _evaluate(
     options: ScoreOptions,
     batch: BatchAnalysis | SharedAnalyser | None = None,
     index: int = 0,
+    language: LanguageEvidence | None = None,
 ) -> SummaryEvaluation:
+    """One row, with its languages recorded in the result (and, when not English, in its
+    signature). ``language``: the row's languages when the batch already resolved them."""
+    if language is None:
+        language = resolve_languages(source, summary, options.language)
+    result = await _evaluate_row(source, summary, judge, options, batch, index, language)
+    settings = options.dimension_settings
+    if settings.needs_spacy and summary:
+        pipeline = settings.pipeline_used(language.dimensions)
+        language = language.model_copy(update={"pipeline": pipeline})
+    return result.model_copy(
+        update={
+            "language": language,
+            "signature": _with_language(result.signature, language),
+        }
+    )
+
+
+def _with_language(sig: str, language: LanguageEvidence) -> str:
+    """The signature with ``|lang:..`` before ``|version:`` (nothing for an English row)."""
+    part = language.signature_part()
+    if not part:
+        return sig
+    head, sep, tail = sig.rpartition("|version:")
+    return f"{head}{part}{sep}{tail}" if sep else sig + part
+
+
+async def _evaluate_row(
+    source: str,
+    summary: str,
+    judge: CachedJudge | None,
+    options: ScoreOptions,
+    batch: BatchAnalysis | SharedAnalyser | None,
+    index: int,
+    language: LanguageEvidence,
+) -> SummaryEvaluation:
+    # language.source and language.summary are the row's languages for the judged parts
     sig = signature(judge, options)
     settings = options.dimension_settings
     if not summary:
@@ -133,7 +171,7 @@ async def _evaluate(
             **dimension_fields(unavailable_evidence(settings, source)),
         )
     if batch is None:  # a single call: share the CPU work with concurrent calls in this loop
-        batch, index = SharedAnalyser.join(summary, settings)
+        batch, index = SharedAnalyser.join(summary, settings, language.dimensions)
     if judge is None:
         dims = await _dimensions(source, summary, judge, settings, batch, index)
         result = unscored(NO_JUDGE, sig, **dimension_fields(dims))
@@ -309,21 +347,46 @@ async def ascore_summaries(
             checked.append((normalise_source(pair[0]), check_summary(pair[1])))
         except (TypeError, ValueError) as exc:
             checked.append(f"bad input: {exc}")
+    languages = _batch_languages(checked, opts.language)
     texts = [item[1] for item in checked if isinstance(item, tuple) and item[1]]
-    batch = BatchAnalysis(texts, opts.dimension_settings) if texts else None
+    text_languages = [
+        lang.dimensions
+        for item, lang in zip(checked, languages, strict=True)
+        if isinstance(item, tuple) and item[1] and lang is not None
+    ]
+    batch = BatchAnalysis(texts, opts.dimension_settings, text_languages) if texts else None
 
-    async def one(item: tuple[str, str] | str, index: int) -> SummaryEvaluation:
+    async def one(
+        item: tuple[str, str] | str, index: int, language: LanguageEvidence | None
+    ) -> SummaryEvaluation:
         if isinstance(item, str):
             return unscored(item, sig)
-        return await _evaluate(item[0], item[1], stack, opts, batch, index)
+        return await _evaluate(item[0], item[1], stack, opts, batch, index, language)
 
     jobs = []
     index = 0
-    for item in checked:
-        jobs.append(one(item, index))
+    for item, language in zip(checked, languages, strict=True):
+        jobs.append(one(item, index, language))
         if isinstance(item, tuple) and item[1]:
             index += 1
     return list(await asyncio.gather(*jobs))
+
+
+def _batch_languages(
+    checked: Sequence[tuple[str, str] | str], given: str | None
+) -> list[LanguageEvidence | None]:
+    """Each good row's languages (None for a rejected row), each distinct source detected once."""
+    sources: dict[str, str | None] = {}
+    out: list[LanguageEvidence | None] = []
+    for item in checked:
+        if isinstance(item, str):
+            out.append(None)
+            continue
+        source, summary = item
+        if given is None and source not in sources:
+            sources[source] = detect(source)[0]
+        out.append(resolve_languages(source, summary, given, source_language=sources.get(source)))
+    return out
 
 
 def score_summary(
