@@ -30,6 +30,8 @@ def signature(judge: object, options: ScoreOptions, *, long: bool = False) -> st
     the prompts hash: the long-source templates and the budget that shaped the parts. Results on
     sources that fit carry neither, since the budget does not change them. ``samples=k > 1``
     adds ``|samples:<k>`` (a mean over k judge samples is another measurement than one sample).
+    A ``language`` option adds ``|language:<code>``; a detected language is the row's own
+    (``|lang:<code>``, added per row by the pipeline for a row not in English).
     """
     model = "none" if judge is None else getattr(judge, "model_id", type(judge).__name__)
     if options.questions is None:
@@ -46,6 +48,7 @@ def signature(judge: object, options: ScoreOptions, *, long: bool = False) -> st
         + (f"|long:{p.long_prompts_hash()}|budget:{options.context_budget}" if long else "")
         + f"{options.dimension_settings.signature_part()}"
         + (f"|samples:{options.samples}" if options.samples > 1 else "")
+        + (f"|language:{options.language}" if options.language is not None else "")
         + f"|version:{__version__}"
     )
 

@@ -7,9 +7,10 @@ Hangul text is decided by its script first (short Chinese texts otherwise come o
 or as Wu Chinese, "wuu"). Measured accuracy and speed on two-sentence texts: docs/LANGUAGES.md.
 
 :func:`resolve_languages` decides a row's languages once, before any analysis: the source's,
-the summary's, and the one the dimensions use (the summary's when it is confidently told, else
-the source's). :data:`SPACY_MODELS` is the registry language -> default spaCy pipeline, which
-the ``spacy_model`` option extends or overrides (:func:`spacy_models`).
+the summary's, and the one the dimensions use (the summary's when it can be told, else the
+source's: a cross-lingual summary is analysed in its own language). :data:`SPACY_MODELS` is
+the registry language -> default spaCy pipeline, which the ``spacy_model`` option extends or
+overrides (:func:`spacy_models`).
 
 Codes are ISO 639-1 ("en", "fr", "zh"); a language without a two-letter code keeps fastText's
 three-letter ISO 639-3 code ("ceb").
@@ -39,10 +40,6 @@ INSTALL_HINTS: Mapping[str, str] = {
 MIN_CONFIDENCE = 0.5
 """Below this fastText probability :func:`detect_language` says None (it cannot tell): two-word
 texts such as "Arsenal beat Chelsea 2-0." come out as German at 0.45."""
-
-SWITCH_CONFIDENCE = 0.8
-"""A summary must be told at least this surely to override its source's language for the
-dimensions (a cross-lingual summary); a short summary told less surely follows its source."""
 
 MIN_LETTERS = 4
 """Fewer letters than this (digits, signs and spaces do not count) cannot be told."""
@@ -190,28 +187,39 @@ class LanguageEvidence(BaseModel):
     )
 
     def signature_part(self) -> str:
-        """``|lang:<code>`` for a row not analysed as English (English rows: nothing, so their
-        signatures are as before); ``|lang:<source>><dimensions>`` for a cross-lingual row."""
-        if self.dimensions == "en" and self.source in (None, "en"):
+        """``|lang:<code>`` for a row detected as not English (English rows: nothing, so their
+        signatures are as before); ``|lang:<source>><dimensions>`` for a cross-lingual row.
+        Nothing when the language was given: the run's signature then says
+        ``|language:<code>`` for every row (:func:`shared.signature`)."""
+        if self.basis == "given" or (self.dimensions == "en" and self.source in (None, "en")):
             return ""
         if self.source is not None and self.source != self.dimensions:
             return f"|lang:{self.source}>{self.dimensions}"
         return f"|lang:{self.dimensions}"
 
 
+_ROW_PART = re.compile(r"\|lang:[^|]*")
+
+
+def without_row_language(signature: str) -> str:
+    """A row's signature less its detected-language part: the run's signature, which a resumed
+    run compares (the language is a property of the row's text, which ``input_hash`` covers)."""
+    return _ROW_PART.sub("", signature)
+
+
 def resolve_languages(
     source: str, summary: str, given: str | None = None, *, source_language: str | None = None
 ) -> LanguageEvidence:
     """The row's languages. ``given`` (the ``language`` option) is trusted for all three;
-    otherwise both texts are detected and the dimensions use the summary's language when it is
-    told surely (or agrees with the source), else the source's, else English (``basis`` says
+    otherwise both texts are detected and the dimensions use the summary's language when it can
+    be told (a short summary often cannot: then its source's), else English (``basis`` says
     which). ``source_language``: the source's detected language when the caller already has it
     (a batch detects each distinct source once)."""
     if given is not None:
         return LanguageEvidence(source=given, summary=given, dimensions=given, basis="given")
     src = source_language if source_language is not None else detect(source)[0]
-    summ, confidence = detect(summary)
-    if summ is not None and (summ == src or src is None or confidence >= SWITCH_CONFIDENCE):
+    summ = detect(summary)[0]
+    if summ is not None:
         return LanguageEvidence(source=src, summary=summ, dimensions=summ, basis="summary")
     if src is not None:
         return LanguageEvidence(source=src, summary=summ, dimensions=src, basis="source")
@@ -304,7 +312,6 @@ __all__ = [
     "INSTALL_HINTS",
     "MIN_CONFIDENCE",
     "SPACY_MODELS",
-    "SWITCH_CONFIDENCE",
     "LanguageEvidence",
     "SpacyModels",
     "check_language_code",
@@ -316,4 +323,5 @@ __all__ = [
     "missing_pipeline_hint",
     "resolve_languages",
     "spacy_models",
+    "without_row_language",
 ]

@@ -221,10 +221,32 @@ def _fig_html(fig: Any, div_id: str) -> str:
     )
 
 
+def by_language(rows: Sequence[Row], keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows grouped by the language their summary was analysed as, with each group's
+    statistics; empty when the rows are in one language (nothing to group)."""
+    from ..language import language_name
+
+    groups: dict[str, list[Row]] = {}
+    for row in rows:
+        groups.setdefault(str(row.get("language") or "unknown"), []).append(row)
+    if len(groups) < 2:
+        return []
+    return [
+        {
+            "code": code,
+            "name": language_name(code) if code != "unknown" else "not recorded",
+            "ids": [str(r.get("id")) for r in members],
+            "stats": statistics_table(members, keys),
+        }
+        for code, members in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))
+    ]
+
+
 def _worst_entry(row: Row, keys: Sequence[str]) -> dict[str, Any]:
     view = evidence_view(row.get("evidence") or {})
     return {
         "row": row,
+        "language": row.get("language"),
         "rank_value": rank_value(row, keys),
         "scores": [(k, row.get(k)) for k in keys if row.get(k) is not None],
         "evidence": view,
@@ -276,6 +298,7 @@ def render_report(
         counts=counts,
         keys=list(keys),
         signatures=signatures,
+        languages=by_language(measured, keys),
         rank_basis=rank_basis(any(_is_number(r.get(HEADLINE)) for r in ok)),
         empty_keys=[k for k in keys if k not in present],
     )
