@@ -18,9 +18,9 @@ three-letter ISO 639-3 code ("ceb").
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
-import unicodedata
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
@@ -111,20 +111,18 @@ def check_language_code(name: str, value: Any) -> str | None:
     return value.strip().lower()
 
 
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef]")
+_KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff]")
+_HANGUL = re.compile("[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
 def _script_language(text: str) -> str | None:
     """zh/ja/ko when the text is mostly Han, kana or Hangul (decided by script, not by model)."""
-    han = kana = hangul = letters = 0
-    for ch in text:
-        if not ch.isalpha():
-            continue
-        letters += 1
-        code = ord(ch)
-        if 0x3040 <= code <= 0x30FF or 0x31F0 <= code <= 0x31FF:
-            kana += 1
-        elif 0xAC00 <= code <= 0xD7AF or 0x1100 <= code <= 0x11FF or 0x3130 <= code <= 0x318F:
-            hangul += 1
-        elif unicodedata.name(ch, "").startswith("CJK"):
-            han += 1
+    if not text or max(text) < "\u1100":  # no CJK character at all: the common case, at C speed
+        return None
+    letters = len(_LETTER.findall(text))
+    han, kana, hangul = (len(p.findall(text)) for p in (_HAN, _KANA, _HANGUL))
     cjk = han + kana + hangul
     if cjk < 2 or cjk * 2 < letters:
         return None
@@ -150,13 +148,11 @@ def detect(text: str) -> tuple[str | None, float]:
     """(language code or None, confidence 0-1): what :func:`detect_language` and
     :func:`resolve_languages` decide on."""
     text = text[:MAX_CHARS]
-    letters = sum(ch.isalpha() for ch in text)
-    if letters == 0:
-        return None, 0.0
     script = _script_language(text)
     if script is not None:
         return script, 1.0
-    if letters < MIN_LETTERS:
+    # counted up to MIN_LETTERS only: a long text stops at its first few letters
+    if sum(1 for _ in itertools.islice(_LETTER.finditer(text), MIN_LETTERS)) < MIN_LETTERS:
         return None, 0.0
     code, score = _fasttext(text)
     return (code, score) if score >= MIN_CONFIDENCE else (None, score)
