@@ -158,7 +158,8 @@ async def _evaluate_row(
     index: int,
     language: LanguageEvidence,
 ) -> SummaryEvaluation:
-    # language.source and language.summary are the row's languages for the judged parts
+    # the row's languages for the judged steps: language.source (question generation, claim
+    # checks against the source) and language.summary; language.dimensions for the analysis
     sig = signature(judge, options)
     settings = options.dimension_settings
     if not summary:
@@ -182,11 +183,13 @@ async def _evaluate_row(
     questions = asyncio.ensure_future(reference_questions(source, options, judge, route))
     try:
         if options.samples == 1:
-            return await _judged(source, summary, judge, options, batch, index, questions, route)
+            return await _judged(
+                source, summary, judge, options, batch, index, questions, route, language
+            )
         shared = SharedRowAnalysis(batch, index)
         runs = await asyncio.gather(
             *(
-                _judged(source, summary, sample, options, shared, index, questions, route)
+                _judged(source, summary, sample, options, shared, index, questions, route, language)
                 for sample in sample_judges(judge, options.samples)
             )
         )
@@ -205,9 +208,12 @@ async def _judged(
     index: int,
     questions_task: asyncio.Future[list[QuestionEvidence]],
     source_route: Route,
+    language: LanguageEvidence,
 ) -> SummaryEvaluation:
     """One scoring of ``summary`` by ``judge`` (one sample's, with ``samples=k``), against the
-    questions of ``questions_task`` (made once per source and shared by the samples)."""
+    questions of ``questions_task`` (made once per source and shared by the samples).
+    ``language``: the row's languages (``language.source``, ``language.summary``), for the
+    judged steps."""
     sig = signature(judge, options)
     settings = options.dimension_settings
     route = Route()

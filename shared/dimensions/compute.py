@@ -229,10 +229,15 @@ def _analyse_language(
     else:
         try:
             load_pipeline(model)
-        except MissingSpacyModelError:
+        except MissingSpacyModelError as exc:
             if language == "en":
                 raise
-            hint = missing_pipeline_hint(language, model)
+            # not installed (say what to install), or installed without a parser or NER
+            hint = (
+                missing_pipeline_hint(language, model)
+                if "is not installed" in str(exc)
+                else str(exc)
+            )
             run = lambda batch: analyse_rule_based(batch, language, hint)  # noqa: E731
         else:
             run = lambda batch: analyse_texts(batch, model, language=language)  # noqa: E731
