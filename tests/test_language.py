@@ -326,6 +326,8 @@ def test_cli_results_and_report_show_each_rows_language(tmp_path: Path) -> None:
     args = ["score", str(data), "--no-judge", "-o", str(tmp_path / "mixed.results.jsonl")]
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
+    table = {line.split()[0]: line.split()[2] for line in out.output.splitlines() if " ok " in line}
+    assert table == {"en": "en", "de": "de", "zh": "zh"}  # the terminal table's lang column
     again = CliRunner().invoke(app, args)  # a rerun keeps every row, whatever its language
     assert again.exit_code == 0, again.output
     assert "Resuming: 3 of 3 rows already done" in " ".join(again.output.split())

@@ -448,10 +448,16 @@ def _print_table(rows: list[Row], keys: list[str]) -> None:
     )
     table.add_column("id", no_wrap=True, max_width=18, overflow="ellipsis")
     table.add_column("status", no_wrap=True)
+    # each row's language, once any row is not English (an all-English run looks as before)
+    languages = any(r.get("language") not in (None, "en") for r in rows)
+    if languages:
+        table.add_column("lang", no_wrap=True)
     for key in shown:
         table.add_column(SHORT_NAMES.get(key, key), justify="right", min_width=4, no_wrap=True)
     for row in rows[:TABLE_ROWS]:
         cells = ["-" if not isinstance(row.get(k), int | float) else f"{row[k]:.2f}" for k in shown]
+        if languages:
+            cells.insert(0, str(row.get("language") or "-"))
         status = str(row.get("status", ""))
         style = "green" if status == STATUS_OK else "red"
         table.add_row(str(row.get("id", "")), f"[{style}]{status}[/]", *cells)
