@@ -17,6 +17,10 @@ fragments), so coherence adds no component to either variant. Target: ours <= 1.
   the summaries' parse (made beforehand, untimed: the batch already makes it), indexing each
   distinct source and checking the items. Target: grounding <= 0.1x ours.
 
+- ``languages``: what telling languages apart adds to ``ours`` (which includes it): detecting
+  each distinct source's language once and each summary's, and choosing the one the dimensions
+  use, as ``score_summaries`` does. Target: languages <= 0.05x ours.
+
 ``--long-source`` instead times indexing one source of 125k to 1M words (SummEval articles
 repeated) and checking one summary against it, to show the cost is linear in source length.
 
@@ -57,7 +61,18 @@ def child(variant: str, limit: int) -> dict[str, float]:
     list(nlp.pipe(texts[:16]))
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    if variant == "grounding":
+    if variant == "languages":
+        from shared.language import detect, resolve_languages
+
+        detect("warm up the language model")  # loading is not timed, as for the others
+        start = time.perf_counter()
+        sources: dict[str, str | None] = {}
+        for source, summary in pairs:
+            if source not in sources:
+                sources[source] = detect(source)[0]
+            lang = resolve_languages(source, summary, source_language=sources[source])
+            assert lang.dimensions == "en", (lang, summary)
+    elif variant == "grounding":
         from shared.dimensions.grounding import grounding_scores
 
         docs = list(nlp.pipe(texts, batch_size=64))  # the batch's parse, shared (untimed)
@@ -85,7 +100,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--limit", type=int, default=800)
     parser.add_argument("--long-source", action="store_true", help="time 125k-1M word sources")
-    parser.add_argument("--child", choices=["bare", "ours", "grounding"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--child", choices=["bare", "ours", "grounding", "languages"], help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.long_source:
         long_source()
@@ -93,9 +110,14 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child, args.limit)))
         return
-    runs: dict[str, list[dict[str, float]]] = {"bare": [], "ours": [], "grounding": []}
+    runs: dict[str, list[dict[str, float]]] = {
+        "bare": [],
+        "ours": [],
+        "grounding": [],
+        "languages": [],
+    }
     for _ in range(args.repeats):
-        for variant in ("bare", "ours", "grounding"):
+        for variant in runs:
             out = subprocess.run(
                 [sys.executable, __file__, "--child", variant, "--limit", str(args.limit)],
                 check=True,
@@ -117,6 +139,9 @@ def main() -> None:
     extra = best["grounding"] / best["ours"]
     verdict = "OK" if extra <= 0.1 else "OVER"
     print(f"grounding / ours = {extra:.3f}x (target <= 0.1x): {verdict}")
+    extra = best["languages"] / best["ours"]
+    verdict = "OK" if extra <= 0.05 else "OVER"
+    print(f"languages / ours = {extra:.3f}x (target <= 0.05x): {verdict}")
 
 
 def long_source() -> None:

@@ -75,6 +75,7 @@ class _SummaryMetricBase(BaseMetric):
         density_tolerance: float = DEFAULTS.density_tolerance,
         context_budget: int = DEFAULTS.context_budget,
         samples: int = DEFAULTS.samples,
+        language: str | None = DEFAULTS.language,
     ) -> None:
         # Every argument is stored under its own name: deepeval.evaluate() copies a metric per
         # test case by calling the class again with the attributes that match __init__. So the

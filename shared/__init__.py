@@ -31,6 +31,7 @@ from .judge import (
     robust_judge,
 )
 from .judge_check import JudgeCheck, acheck_judge, check_judge
+from .language import SPACY_MODELS, LanguageEvidence, detect_language, language_name
 from .openai_judge import OpenAIJudge
 from .options import (
     DEFAULT_CONCURRENCY,
@@ -61,6 +62,7 @@ __all__ = [
     "DIMENSION_NAMES",
     "NO_LLM_SUB_SCORES",
     "OPTION_NAMES",
+    "SPACY_MODELS",
     "SUB_SCORES",
     "SUB_SCORE_NAMES",
     "Agreement",
@@ -74,6 +76,7 @@ __all__ = [
     "JudgeCheck",
     "JudgeFailed",
     "JudgeOutputError",
+    "LanguageEvidence",
     "LimitedJudge",
     "MemoryStore",
     "MiniLMEmbedder",
@@ -99,8 +102,10 @@ __all__ = [
     "check_judge",
     "combine_scores",
     "compare",
+    "detect_language",
     "f_beta",
     "flip_rate",
+    "language_name",
     "robust_judge",
     "score_summaries",
     "score_summary",

@@ -40,6 +40,8 @@ def signature(
     ``language`` / ``source_language`` (the codes the judge steps were given) add
     ``|lang-prompts:<hash>`` after the prompts hash when the prompts carried a language block
     (:func:`shared.prompts.language_signature_part`); English adds nothing.
+    A ``language`` option adds ``|language:<code>``; a detected language is the row's own
+    (``|lang:<code>``, added per row by the pipeline for a row not in English).
     """
     model = "none" if judge is None else getattr(judge, "model_id", type(judge).__name__)
     if options.questions is None:
@@ -57,6 +59,7 @@ def signature(
         + (f"|long:{p.long_prompts_hash()}|budget:{options.context_budget}" if long else "")
         + f"{options.dimension_settings.signature_part()}"
         + (f"|samples:{options.samples}" if options.samples > 1 else "")
+        + (f"|language:{options.language}" if options.language is not None else "")
         + f"|version:{__version__}"
     )
 

@@ -24,7 +24,8 @@ How a job runs::
 
 Result columns (added to the input columns, same values as the CLI's results file and as
 :func:`shared.score_summaries`): ``status``, every sub-score, ``reason``, ``error``,
-``signature``, ``input_hash``, ``evidence`` (JSON text), and ``id`` when ``id_column`` is given.
+``signature``, ``language``, ``input_hash``, ``evidence`` (JSON text), and ``id`` when
+``id_column`` is given.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ DEFAULT_ROWS_PER_GROUP = 512
 that is retried after an actor dies costs little."""
 
 RESULT_PREFIX = ("status",)
-RESULT_SUFFIX = ("reason", "error", "signature", "input_hash", "evidence")
+RESULT_SUFFIX = ("reason", "error", "signature", "language", "input_hash", "evidence")
 _BUCKET = "__summary_eval_bucket"
 _TYPE_ERROR = "__summary_eval_type_error"  # why a value could not stay in its column
 _CONTROL = ("cache", "concurrency", "retries")

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypedDict
@@ -46,6 +46,7 @@ from .dimensions import (
     normalise_dimensions,
 )
 from .dimensions.coherence import FORMULAS
+from .language import check_language_code, check_spacy_model
 
 DEFAULT_N = 10
 """Ten questions: enough that one missed minor point moves coverage by a few points rather than
@@ -210,12 +211,6 @@ def _check_embedder(name: str, value: Any) -> Any:
     return value
 
 
-def _check_spacy_model(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise TypeError(f"{name} must be a pipeline name, got {value!r}")
-    return value
-
-
 def option(default: Any, check: Check, help: str, *, compare: bool = True) -> Any:
     """A field of :class:`OptionFields`: its default, its check and one line of help."""
     return field(default=default, compare=compare, metadata={"check": check, "help": help})
@@ -261,7 +256,11 @@ class OptionFields:
         "An object with embed(texts) -> vectors; None = all-MiniLM-L6-v2.",
         compare=False,
     )
-    spacy_model: str = option(DEFAULT_SPACY_MODEL, _check_spacy_model, "spaCy pipeline name.")
+    spacy_model: str | Mapping[str, str] = option(
+        DEFAULT_SPACY_MODEL,
+        check_spacy_model,
+        "spaCy pipeline for English, or {language: pipeline} (e.g. {'de': 'de_core_news_sm'}).",
+    )
     density_target: float = option(
         DEFAULT_TARGET, _positive_number, "Entity density the density dimension aims at."
     )
@@ -283,6 +282,11 @@ class OptionFields:
         _check_samples,
         "Independent judge samples per row (k > 1: mean and spread over k scorings).",
     )
+    language: str | None = option(
+        None,
+        check_language_code,
+        "Language code of every row (e.g. 'fr'); None detects each row's language.",
+    )
 
 
 class ScoreOptionsKwargs(TypedDict, total=False):
@@ -297,12 +301,13 @@ class ScoreOptionsKwargs(TypedDict, total=False):
     concurrency: int
     dimensions: Iterable[str]
     embedder: Any
-    spacy_model: str
+    spacy_model: str | Mapping[str, str]
     density_target: float
     density_tolerance: float
     coherence_formula: str
     context_budget: int
     samples: int
+    language: str | None
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(OptionFields))
@@ -331,6 +336,7 @@ class ScoreOptions(OptionFields):
                 density_target=self.density_target,
                 density_tolerance=self.density_tolerance,
                 coherence_formula=self.coherence_formula,
+                language=self.language,
             ),
         )
         object.__setattr__(self, "_frozen", True)

@@ -58,8 +58,10 @@ from ._sampling import SharedRowAnalysis, combine_samples, sample_judges
 from .adapter_kit import run_sync
 from .dimensions import DimensionEvidence, DimensionSettings, build_evidence, unavailable_evidence
 from .dimensions.batching import BatchAnalysis, SharedAnalyser
+from .dimensions.nlp import pipeline_id
 from .judge import CachedJudge, Judge, base_judge
 from .judge_check import context_budget_for
+from .language import LanguageEvidence, detect, resolve_languages
 from .options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_CONTEXT_BUDGET,
@@ -119,7 +121,47 @@ async def _evaluate(
     options: ScoreOptions,
     batch: BatchAnalysis | SharedAnalyser | None = None,
     index: int = 0,
+    language: LanguageEvidence | None = None,
 ) -> SummaryEvaluation:
+    """One row, with its languages recorded in the result (and, when not English, in its
+    signature). ``language``: the row's languages when the batch already resolved them."""
+    if language is None:
+        language = resolve_languages(source, summary, options.language)
+    result = await _evaluate_row(source, summary, judge, options, batch, index, language)
+    settings = options.dimension_settings
+    analysis = None
+    if settings.needs_spacy and summary:
+        pipeline = settings.pipeline_used(language.dimensions)
+        language = language.model_copy(update={"pipeline": pipeline})
+        analysis = "rules" if pipeline is None else pipeline_id(pipeline)
+    return result.model_copy(
+        update={
+            "language": language,
+            "signature": _with_language(result.signature, language, analysis),
+        }
+    )
+
+
+def _with_language(sig: str, language: LanguageEvidence, analysis: str | None) -> str:
+    """The signature with ``|lang:..`` before ``|version:`` (nothing for an English row)."""
+    part = language.signature_part(analysis)
+    if not part:
+        return sig
+    head, sep, tail = sig.rpartition("|version:")
+    return f"{head}{part}{sep}{tail}" if sep else sig + part
+
+
+async def _evaluate_row(
+    source: str,
+    summary: str,
+    judge: CachedJudge | None,
+    options: ScoreOptions,
+    batch: BatchAnalysis | SharedAnalyser | None,
+    index: int,
+    language: LanguageEvidence,
+) -> SummaryEvaluation:
+    # the row's languages for the judged steps: language.source (question generation, claim
+    # checks against the source) and language.summary; language.dimensions for the analysis
     sig = signature(judge, options)
     settings = options.dimension_settings
     if not summary:
@@ -132,7 +174,7 @@ async def _evaluate(
             **dimension_fields(unavailable_evidence(settings, source)),
         )
     if batch is None:  # a single call: share the CPU work with concurrent calls in this loop
-        batch, index = SharedAnalyser.join(summary, settings)
+        batch, index = SharedAnalyser.join(summary, settings, language.dimensions)
     if judge is None:
         dims = await _dimensions(source, summary, judge, settings, batch, index)
         return unscored(NO_JUDGE, sig, **dimension_fields(dims))
@@ -141,11 +183,13 @@ async def _evaluate(
     questions = asyncio.ensure_future(reference_questions(source, options, judge, route))
     try:
         if options.samples == 1:
-            return await _judged(source, summary, judge, options, batch, index, questions, route)
+            return await _judged(
+                source, summary, judge, options, batch, index, questions, route, language
+            )
         shared = SharedRowAnalysis(batch, index)
         runs = await asyncio.gather(
             *(
-                _judged(source, summary, sample, options, shared, index, questions, route)
+                _judged(source, summary, sample, options, shared, index, questions, route, language)
                 for sample in sample_judges(judge, options.samples)
             )
         )
@@ -164,9 +208,12 @@ async def _judged(
     index: int,
     questions_task: asyncio.Future[list[QuestionEvidence]],
     source_route: Route,
+    language: LanguageEvidence,
 ) -> SummaryEvaluation:
     """One scoring of ``summary`` by ``judge`` (one sample's, with ``samples=k``), against the
-    questions of ``questions_task`` (made once per source and shared by the samples)."""
+    questions of ``questions_task`` (made once per source and shared by the samples).
+    ``language``: the row's languages (``language.source``, ``language.summary``), for the
+    judged steps."""
     sig = signature(judge, options)
     settings = options.dimension_settings
     route = Route()
@@ -301,21 +348,46 @@ async def ascore_summaries(
             checked.append((normalise_source(pair[0]), check_summary(pair[1])))
         except (TypeError, ValueError) as exc:
             checked.append(f"bad input: {exc}")
+    languages = _batch_languages(checked, opts.language)
     texts = [item[1] for item in checked if isinstance(item, tuple) and item[1]]
-    batch = BatchAnalysis(texts, opts.dimension_settings) if texts else None
+    text_languages = [
+        lang.dimensions
+        for item, lang in zip(checked, languages, strict=True)
+        if isinstance(item, tuple) and item[1] and lang is not None
+    ]
+    batch = BatchAnalysis(texts, opts.dimension_settings, text_languages) if texts else None
 
-    async def one(item: tuple[str, str] | str, index: int) -> SummaryEvaluation:
+    async def one(
+        item: tuple[str, str] | str, index: int, language: LanguageEvidence | None
+    ) -> SummaryEvaluation:
         if isinstance(item, str):
             return unscored(item, sig)
-        return await _evaluate(item[0], item[1], stack, opts, batch, index)
+        return await _evaluate(item[0], item[1], stack, opts, batch, index, language)
 
     jobs = []
     index = 0
-    for item in checked:
-        jobs.append(one(item, index))
+    for item, language in zip(checked, languages, strict=True):
+        jobs.append(one(item, index, language))
         if isinstance(item, tuple) and item[1]:
             index += 1
     return list(await asyncio.gather(*jobs))
+
+
+def _batch_languages(
+    checked: Sequence[tuple[str, str] | str], given: str | None
+) -> list[LanguageEvidence | None]:
+    """Each good row's languages (None for a rejected row), each distinct source detected once."""
+    sources: dict[str, str | None] = {}
+    out: list[LanguageEvidence | None] = []
+    for item in checked:
+        if isinstance(item, str):
+            out.append(None)
+            continue
+        source, summary = item
+        if given is None and source not in sources:
+            sources[source] = detect(source)[0]
+        out.append(resolve_languages(source, summary, given, source_language=sources.get(source)))
+    return out
 
 
 def score_summary(

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from .dimensions.evidence import DimensionEvidence
+from .language import LanguageEvidence
 from .prompts import Verdict
 from .subscores import SUB_SCORE_NAMES
 
@@ -66,6 +67,10 @@ class SummaryEvaluation(BaseModel):
     """Per text-quality dimension: its score, the reason (or why it is None), the raw evidence.
     A dimension switched off by the ``dimensions`` option has no entry (None)."""
     signature: str = ""
+    language: LanguageEvidence | None = None
+    """The row's languages: the source's and the summary's (detected, or the ``language``
+    option), and the one the dimensions analysed the summary as, with its spaCy pipeline. None
+    for a row rejected before scoring."""
     sample_scores: list[dict[str, float | None]] = Field(default_factory=list)
     """With ``samples=k > 1``: each judge sample's sub-scores, in sample order (the sub-scores
     above are their means). Empty for a single-sample run."""

@@ -374,11 +374,12 @@ def test_batch_embeds_all_sentences_in_one_call() -> None:
             "!!! ... ??? ;;",
             {"density", "specificity", "non_redundancy", "coherence", "grounding"},
         ),
+        # no German or Chinese pipeline: entities and parse are None (never the English one's)
         (
             "Der Bundestag hat am Montag ein neues Gesetz beschlossen. Es tritt 2026 in Kraft.",
-            set(),
+            {"density", "coherence"},
         ),
-        ("这是一个测试。今天天气很好。", {"grounding"}),
+        ("这是一个测试。今天天气很好。", {"density", "coherence", "grounding"}),
         (" ".join(["The plant closed in March and 300 workers lost their jobs."] * 150), set()),
     ],
     ids=["one-word", "no-entities", "punctuation", "german", "chinese", "very-long"],

@@ -62,6 +62,7 @@ EXAMPLES: dict[str, Any] = {
     "coherence_formula": "article",
     "context_budget": 4_000,
     "samples": 3,
+    "language": "fr",
 }
 """A valid non-default value of every option (add one here when you add an option)."""
 

@@ -49,9 +49,9 @@ def parsed_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sizes: list[int] = []
     real = batching.analyse_spacy
 
-    def counting(texts: Sequence[str], settings: Any) -> Any:
+    def counting(texts: Sequence[str], settings: Any, *languages: Any) -> Any:
         sizes.append(len(texts))
-        return real(texts, settings)
+        return real(texts, settings, *languages)
 
     monkeypatch.setattr(batching, "analyse_spacy", counting)
     load_pipeline()  # loaded, so no call takes the check_available thread hop

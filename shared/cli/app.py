@@ -226,6 +226,7 @@ def score(
     ] = DEFAULTS.concurrency,
     retries: Annotated[int, _core("retries", min=0)] = DEFAULTS.retries,
     spacy_model: Annotated[str, _core("spacy_model")] = DEFAULTS.spacy_model,
+    language: Annotated[str | None, _core("language")] = DEFAULTS.language,
     density_target: Annotated[float, _core("density_target")] = DEFAULTS.density_target,
     density_tolerance: Annotated[float, _core("density_tolerance")] = DEFAULTS.density_tolerance,
     coherence_formula: Annotated[str, _core("coherence_formula")] = DEFAULTS.coherence_formula,
@@ -306,6 +307,7 @@ def score(
         "coherence_formula": coherence_formula,
         "context_budget": context_budget,
         "samples": samples,
+        "language": language,
     }
     if dimensions is not None:
         options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]

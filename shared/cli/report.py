@@ -251,12 +251,34 @@ def _verdict(row: Row, threshold: float | None) -> str:
     return "" if threshold is None else pass_text(row, threshold)
 
 
+def by_language(rows: Sequence[Row], keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows grouped by the language their summary was analysed as, with each group's
+    statistics; empty when the rows are in one language (nothing to group)."""
+    from ..language import language_name
+
+    groups: dict[str, list[Row]] = {}
+    for row in rows:
+        groups.setdefault(str(row.get("language") or "unknown"), []).append(row)
+    if len(groups) < 2:
+        return []
+    return [
+        {
+            "code": code,
+            "name": language_name(code) if code != "unknown" else "not recorded",
+            "ids": [str(r.get("id")) for r in members],
+            "stats": statistics_table(members, keys),
+        }
+        for code, members in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))
+    ]
+
+
 def _worst_entry(row: Row, keys: Sequence[str], threshold: float | None = None) -> dict[str, Any]:
     view = evidence_view(row.get("evidence") or {})
     return {
         "verdict": _verdict(row, threshold),
         "detail": str((row.get("evidence") or {}).get("reason_detail") or ""),
         "row": row,
+        "language": row.get("language"),
         "rank_value": rank_value(row, keys),
         "scores": [(k, row.get(k)) for k in keys if row.get(k) is not None],
         "evidence": view,
@@ -311,6 +333,7 @@ def render_report(
         signatures=signatures,
         passed=verdicts.count("pass"),
         failed_threshold=verdicts.count("FAIL"),
+        languages=by_language(measured, keys),
         rank_basis=rank_basis(any(_is_number(r.get(HEADLINE)) for r in ok)),
         empty_keys=[k for k in keys if k not in present],
     )

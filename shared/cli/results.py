@@ -6,10 +6,11 @@ file is rewritten once, in input order, with one row per id.
 
 Columns (JSONL keys, CSV header): ``id``, ``position``, ``status``, every sub-score of
 :meth:`SummaryEvaluation.sub_scores` (whatever dimensions the core reports), ``reason``,
-``error``, ``signature``, ``input_hash``, ``summary``, ``evidence`` (the evaluation's evidence
-fields; a JSON string in CSV). A run with ``--samples k > 1`` adds ``<sub-score>_sd`` after the
-sub-scores (their standard deviation over the k judge samples); the samples' own values are in
-``evidence.sample_scores``.
+``error``, ``signature``, ``language`` (the language the summary was analysed as; its source's
+and summary's detected languages are in ``evidence.language``), ``input_hash``, ``summary``,
+``evidence`` (the evaluation's evidence fields; a JSON string in CSV). A run with
+``--samples k > 1`` adds ``<sub-score>_sd`` after the sub-scores (their standard deviation
+over the k judge samples); the samples' own values are in ``evidence.sample_scores``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def columns(keys: Iterable[str], spread: bool = False) -> list[str]:
         *keys,
         *([f"{k}_sd" for k in keys] if spread else []),
         *_PROVENANCE,
+        "language",
         "input_hash",
         "summary",
         "evidence",
@@ -101,6 +103,7 @@ def evaluation_row(
         "reason": reason,
         "error": error,
         "signature": ev.signature,
+        "language": ev.language.dimensions if ev.language is not None else None,
         "input_hash": input_hash,
         "summary": summary,
         "evidence": evidence,
@@ -141,6 +144,7 @@ def error_row(
         "reason": f"Unscored: {error}",
         "error": error,
         "signature": signature,
+        "language": None,
         "input_hash": input_hash,
         "summary": summary if isinstance(summary, str) else None,
         "evidence": {},
@@ -220,7 +224,7 @@ def _from_csv(record: dict[str, Any]) -> Row | None:
     """The row, or None if it was cut short: ``evidence``, the last column, is then not JSON
     (the csv module accepts an unterminated quoted field at the end of the file)."""
     row: Row = {}
-    fixed = {"id", "status", "reason", "error", "signature", "input_hash", "summary"}
+    fixed = {"id", "status", "reason", "error", "signature", "language", "input_hash", "summary"}
     for key, raw in record.items():
         value = spreadsheet_text(raw)
         if key in fixed:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import ScoreOptions, ascore_summary, signature
+from ..language import without_row_language
 from .inputs import InputRow
 from .results import (
     STATUS_BAD_INPUT,
@@ -92,7 +93,7 @@ def plan_run(
             and old is not None
             and old.get("input_hash") == row.input_hash
         ):
-            if old.get("signature") in accepted:
+            if without_row_language(str(old.get("signature"))) in accepted:
                 plan.kept[row.id] = old
                 continue
             plan.stale.append(row.id)

@@ -70,6 +70,11 @@ def results_table(
     statuses = [str(r.get("status", "")) for r in rows]
     ids = [str(r.get("id", "")) for r in rows]
     fixed = [max([len("status"), *map(len, statuses)])]
+    # each row's language, once any row is not English (an all-English run looks as before)
+    languages = [str(r.get("language") or "-") for r in rows]
+    with_language = any(r.get("language") not in (None, "en") for r in rows)
+    if with_language:
+        fixed.append(max([len("lang"), *map(len, languages)]))
     if threshold is not None:
         fixed.append(len(PASS))
     fixed += [max(len(header(k)), 4) for k in shown]
@@ -85,15 +90,18 @@ def results_table(
     )
     table.add_column("id", no_wrap=True, width=id_width, overflow="ellipsis")
     table.add_column("status", no_wrap=True)
+    if with_language:
+        table.add_column("lang", no_wrap=True)
     if threshold is not None:
         table.add_column("pass", no_wrap=True)
     for key in shown:
         table.add_column(header(key), justify="right", min_width=4, no_wrap=True)
-    for row, status, row_id in zip(rows, statuses, ids, strict=True):
+    for row, status, row_id, lang in zip(rows, statuses, ids, languages, strict=True):
         cells = [_cell(row.get(k)) for k in shown]
         style = "green" if status == STATUS_OK else "red"
         verdict = [] if threshold is None else [_verdict_cell(row, threshold)]
-        table.add_row(row_id, f"[{style}]{status}[/]", *verdict, *cells)
+        language = [lang] if with_language else []
+        table.add_row(row_id, f"[{style}]{status}[/]", *language, *verdict, *cells)
     return table
 
 

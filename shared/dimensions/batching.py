@@ -50,13 +50,13 @@ class SourceIndexes:
 
 
 async def _parse_off_loop(
-    texts: Sequence[str], settings: DimensionSettings
+    texts: Sequence[str], settings: DimensionSettings, languages: Sequence[str] | None = None
 ) -> list[TextAnalysis | None]:
     """:func:`analyse_spacy` in a worker thread, or at once when no dimension needs spaCy (then
     it only returns placeholders, and a thread hop would only delay the judge calls)."""
     if settings.needs_spacy:
-        return await asyncio.to_thread(analyse_spacy, texts, settings)
-    return analyse_spacy(texts, settings)
+        return await asyncio.to_thread(analyse_spacy, texts, settings, languages)
+    return analyse_spacy(texts, settings, languages)
 
 
 async def _embed_off_loop(
@@ -71,10 +71,16 @@ async def _embed_off_loop(
 class BatchAnalysis:
     """The CPU side of a batch, started at once in worker threads: one ``nlp.pipe`` over every
     summary, then one ``embed`` call over all their sentences. The style call of a summary waits
-    only for the spaCy part (it needs the sentences), the dimensions for both."""
+    only for the spaCy part (it needs the sentences), the dimensions for both. ``languages``:
+    each summary's language for the dimensions (None: all English)."""
 
-    def __init__(self, texts: Sequence[str], settings: DimensionSettings) -> None:
-        self._spacy = asyncio.ensure_future(_parse_off_loop(texts, settings))
+    def __init__(
+        self,
+        texts: Sequence[str],
+        settings: DimensionSettings,
+        languages: Sequence[str] | None = None,
+    ) -> None:
+        self._spacy = asyncio.ensure_future(_parse_off_loop(texts, settings, languages))
         self._full = asyncio.ensure_future(self._embed(settings))
         self.sources = SourceIndexes()
 
@@ -103,6 +109,7 @@ class _Queued:
     text: str
     parsed: asyncio.Future[TextAnalysis | None]
     analysed: asyncio.Future[SummaryAnalysis]
+    language: str = "en"
 
 
 def _settle(
@@ -146,8 +153,11 @@ class SharedAnalyser:
         self.sources = SourceIndexes()
 
     @classmethod
-    def join(cls, summary: str, settings: DimensionSettings) -> tuple[SharedAnalyser, int]:
-        """Queue ``summary`` with the analyser for these settings in this loop."""
+    def join(
+        cls, summary: str, settings: DimensionSettings, language: str = "en"
+    ) -> tuple[SharedAnalyser, int]:
+        """Queue ``summary`` (in ``language``) with the analyser for these settings in this
+        loop."""
         loop = asyncio.get_running_loop()
         # DimensionSettings compares without the embedder: key on the embedder's identity too
         key = (settings, id(settings.embedder))
@@ -155,7 +165,7 @@ class SharedAnalyser:
         analyser = analysers.get(key)
         if analyser is None:
             analyser = analysers[key] = cls(settings, key)
-        item = _Queued(summary, loop.create_future(), loop.create_future())
+        item = _Queued(summary, loop.create_future(), loop.create_future(), language)
         index = id(item)
         analyser._items[index] = item
         analyser._to_parse.append(item)
@@ -168,7 +178,9 @@ class SharedAnalyser:
         while self._to_parse:
             batch, self._to_parse = self._to_parse, []
             try:
-                texts = await _parse_off_loop([i.text for i in batch], self._settings)
+                texts = await _parse_off_loop(
+                    [i.text for i in batch], self._settings, [i.language for i in batch]
+                )
             except Exception as exc:  # e.g. the pipeline failed to load in this thread
                 for item in batch:
                     _settle(item.parsed, error=exc)

@@ -46,8 +46,11 @@ while a name can be missed by NER or spelled another way; chosen by the same cro
 
 NAME_LABELS = frozenset(
     {"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW"}
+    | {"PER", "MISC"}
 )
-"""People, places, organisations, events, works, products, nationalities/groups (and laws)."""
+"""People, places, organisations, events, works, products, nationalities/groups (and laws);
+``PER`` and ``MISC`` are the WikiNER labels of the French (and most other non-English) spaCy
+pipelines, whose ``LOC`` and ``ORG`` are already here."""
 NUMBER_LABELS = frozenset({"CARDINAL", "MONEY", "PERCENT", "QUANTITY", "ORDINAL"})
 DATE_LABELS = frozenset({"DATE", "TIME"})
 
@@ -58,6 +61,10 @@ _URL = re.compile(r"(?:https?://|www\.)\S+|\S+@\S+\.\w+", re.IGNORECASE)
 _DOTTED = re.compile(r"\b(?:[A-Za-z]\.){2,}")
 """Dotted acronyms ("U.S.", "U.N."), which the tokenizer splits into letters."""
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_DOT_THOUSANDS = re.compile(r"\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?")
+"""Thousands grouped by dots, as German and Spanish write them ("1.500.000"); with one dot
+("1.500") the number is left as a decimal, since English reads it so."""
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _STOP = frozenset({"the", "of", "and", "a", "an", "de", "la", "le", "van", "von", "der", "for"})
 
 _SMALL = {
@@ -222,7 +229,9 @@ def _key(value: float) -> float:
 
 
 def _parse_digits(text: str) -> float | None:
-    if _THOUSANDS.fullmatch(text):
+    if _DOT_THOUSANDS.fullmatch(text):
+        text = text.replace(".", "").replace(",", ".")
+    elif _THOUSANDS.fullmatch(text):
         text = text.replace(",", "")
     elif text.count(",") == 1 and "." not in text:
         text = text.replace(",", ".")  # a decimal comma: "1,5"
@@ -401,10 +410,12 @@ class CheckItem:
     sentence: str
 
 
-def summary_items(doc: Any) -> list[CheckItem]:
+def summary_items(doc: Any, *, number_words: bool = True) -> list[CheckItem]:
     """The checkable items of a parsed summary (a spaCy ``Doc`` with sentences and entities).
 
     Cheap: it reads the parse; meant to be called where the dimensions already parse summaries.
+    ``number_words=False`` (a language other than English, whose number words this module does
+    not read) keeps only number tokens with a digit: French "un" is a number to spaCy.
     """
     items: list[CheckItem] = []
     covered: set[int] = set()
@@ -419,7 +430,20 @@ def summary_items(doc: Any) -> list[CheckItem]:
             continue
         if tok.lower_ in ("one", "a") or not _TOKEN.fullmatch(tok.text):
             continue
+        if not number_words and not any(ch.isdigit() for ch in tok.text):
+            continue
         items.append(CheckItem(tok.text, "NUMBER", tok.sent.text.strip()))
+    return items
+
+
+def number_items(sentences: Sequence[str]) -> list[CheckItem]:
+    """The numbers of a summary with no pipeline (no entities, or a tokenizer that splits digits
+    apart), read off its sentences' text: digit runs in any script ("１２", "2024年", "3,5 %"),
+    outside URLs and e-mail addresses."""
+    items: list[CheckItem] = []
+    for sentence in sentences:
+        text = _URL.sub(lambda m: " " * len(m.group()), sentence)
+        items.extend(CheckItem(m.group(), "NUMBER", sentence) for m in _NUMBER.finditer(text))
     return items
 
 

