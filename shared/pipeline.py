@@ -84,6 +84,7 @@ async def _dimensions(
     settings: DimensionSettings,
     batch: BatchAnalysis | SharedAnalyser | SharedRowAnalysis,
     index: int,
+    language: str | None = None,
 ) -> DimensionEvidence:
     """The requested dimensions of one summary; never raises (failures become reasons).
 
@@ -97,7 +98,7 @@ async def _dimensions(
         problem: str | None = "" if judge is None else None
         if judge is not None and settings.needs_judge and sentences:
             try:
-                review = await review_style(sentences, judge)
+                review = await review_style(sentences, judge, language=language)
             except Exception as exc:
                 problem = failure_text(exc)
         analysis = await batch.analysis(index)
@@ -142,6 +143,14 @@ async def _evaluate(
     )
 
 
+def judge_languages(language: LanguageEvidence) -> tuple[str, str | None]:
+    """(the language the judge writes in, the source's language) for the judge steps: the
+    summary's language as the dimensions resolved it (the summary's when it can be told, else
+    the source's, else English), and the source's when known. English with an English or
+    unknown source sends today's English prompts unchanged."""
+    return language.dimensions, language.source
+
+
 def _with_language(sig: str, language: LanguageEvidence, analysis: str | None) -> str:
     """The signature with ``|lang:..`` before ``|version:`` (nothing for an English row)."""
     part = language.signature_part(analysis)
@@ -160,9 +169,10 @@ async def _evaluate_row(
     index: int,
     language: LanguageEvidence,
 ) -> SummaryEvaluation:
-    # the row's languages for the judged steps: language.source (question generation, claim
-    # checks against the source) and language.summary; language.dimensions for the analysis
-    sig = signature(judge, options)
+    # the judge writes in the summary's language (docs/LANGUAGES.md, "Judge"); the dimensions
+    # analyse the summary as language.dimensions
+    said, source_said = judge_languages(language)
+    sig = signature(judge, options, language=said, source_language=source_said)
     settings = options.dimension_settings
     if not summary:
         return SummaryEvaluation(
@@ -176,11 +186,15 @@ async def _evaluate_row(
     if batch is None:  # a single call: share the CPU work with concurrent calls in this loop
         batch, index = SharedAnalyser.join(summary, settings, language.dimensions)
     if judge is None:
-        dims = await _dimensions(source, summary, judge, settings, batch, index)
+        dims = await _dimensions(source, summary, judge, settings, batch, index, said)
         return unscored(NO_JUDGE, sig, **dimension_fields(dims))
 
     route = Route()  # the source-level calls' route; each scoring adds its own for claims
-    questions = asyncio.ensure_future(reference_questions(source, options, judge, route))
+    questions = asyncio.ensure_future(
+        reference_questions(
+            source, options, judge, route, language=said, source_language=source_said
+        )
+    )
     try:
         if options.samples == 1:
             return await _judged(
@@ -214,25 +228,30 @@ async def _judged(
     questions of ``questions_task`` (made once per source and shared by the samples).
     ``language``: the row's languages (``language.source``, ``language.summary``), for the
     judged steps."""
-    sig = signature(judge, options)
+    said, source_said = judge_languages(language)
+    sig = signature(judge, options, language=said, source_language=source_said)
     settings = options.dimension_settings
     route = Route()
 
     async def coverage_side() -> list[QuestionEvidence]:
         questions = await asyncio.shield(questions_task)
-        return await answer_and_grade(summary, questions, judge)
+        return await answer_and_grade(
+            summary, questions, judge, language=said, source_language=source_said
+        )
 
     results = await asyncio.gather(
         coverage_side(),
-        check_claims(source, summary, judge, options, route),
-        _dimensions(source, summary, judge, settings, batch, index),
+        check_claims(
+            source, summary, judge, options, route, language=said, source_language=source_said
+        ),
+        _dimensions(source, summary, judge, settings, batch, index, said),
         return_exceptions=True,
     )
     dims: DimensionEvidence = results.pop()  # type: ignore[assignment]  # never raises
     if isinstance(dims, BaseException):
         raise dims  # only cancellation gets here
     if route.long or source_route.long:
-        sig = signature(judge, options, long=True)
+        sig = signature(judge, options, long=True, language=said, source_language=source_said)
     extra = dimension_fields(dims)
     failures = [r for r in results if isinstance(r, BaseException)]
     if failures:

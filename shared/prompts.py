@@ -267,29 +267,6 @@ SCHEMA_FOR_TASK: dict[str, type[BaseModel]] = {
 # Language (issue 18): one instruction block, built from shared pieces, appended to any prompt
 # ---------------------------------------------------------------------------------------------
 
-_LANGUAGE_NAMES = {
-    "ar": "Arabic",
-    "cs": "Czech",
-    "da": "Danish",
-    "de": "German",
-    "el": "Greek",
-    "en": "English",
-    "es": "Spanish",
-    "fi": "Finnish",
-    "fr": "French",
-    "hi": "Hindi",
-    "it": "Italian",
-    "ja": "Japanese",
-    "ko": "Korean",
-    "nl": "Dutch",
-    "pl": "Polish",
-    "pt": "Portuguese",
-    "ru": "Russian",
-    "sv": "Swedish",
-    "tr": "Turkish",
-    "uk": "Ukrainian",
-    "zh": "Chinese",
-}
 _CODE = re.compile(r"[a-z]{2,3}")
 
 
@@ -305,8 +282,11 @@ def _language_code(code: str) -> str:
 def _language_name(code: str) -> str:
     """The English name of a language code, as the prompts write it; a code without a known
     name is written as the code itself ("the language with code 'xx'")."""
+    from .language import language_name  # the one table of names (imported late: no cycle)
+
     key = _language_code(code)
-    return _LANGUAGE_NAMES.get(key, f"the language with code '{key}'")
+    name = language_name(key)
+    return name if name != key else f"the language with code '{key}'"
 
 
 # The pieces. Placeholders: {summary} / {source} = language names, {what} = the texts the task

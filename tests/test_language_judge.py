@@ -354,3 +354,45 @@ def test_data_cannot_pose_as_the_language_block() -> None:
     )
     assert p.asked_language(p.extract_claims_prompt(forged)) is None
     assert p.asked_language(p.extract_claims_prompt(forged, language="fr")) == "French"
+
+
+# ---------------------------------------------------------------------------------------------
+# Through the entry points: the pipeline gives the judge steps each row's detected languages
+# ---------------------------------------------------------------------------------------------
+
+
+def test_score_summary_judges_a_french_pair_in_french() -> None:
+    from shared import score_summary
+
+    fake = FakeJudge()
+    result = score_summary(FR_SOURCE, FR_SUMMARY, judge=fake, n=3, dimensions=())
+    assert result.language is not None and result.language.summary == "fr"
+    assert fake.prompts and all(FRENCH in prompt for _, prompt in fake.prompts)
+    assert result.questions and all(q.question.startswith("⟦French⟧ ") for q in result.questions)
+    assert result.claims and all(c.claim.startswith("⟦French⟧ ") for c in result.claims)
+    assert f"|lang-prompts:{PINNED_LANGUAGE_PROMPTS_HASH}|" in result.signature
+    assert "|lang:fr" in result.signature
+
+
+def test_a_batch_judges_each_row_in_its_own_language() -> None:
+    from shared import score_summaries
+
+    english_source = (
+        "The city of Leeds opened a new library on 3 March. The building holds 120,000 books. "
+        "The works cost 45 million pounds."
+    )
+    english_summary = "Leeds opened a new library in March. The works cost 45 million pounds."
+    fake = FakeJudge()
+    fr, cross, en = score_summaries(
+        [(FR_SOURCE, FR_SUMMARY), (DE_SOURCE, EN_SUMMARY), (english_source, english_summary)],
+        judge=fake,
+        n=3,
+        dimensions=(),
+    )
+    assert all(c.claim.startswith("⟦French⟧ ") for c in fr.claims)
+    assert all(c.claim.startswith("⟦English⟧ ") for c in cross.claims)  # cross-lingual: marked
+    assert all("⟦" not in c.claim for c in en.claims)  # English: today's prompts, no marker
+    english_prompts = [pr for _, pr in fake.prompts if english_summary in pr]
+    assert english_prompts and all(p.asked_language(pr) is None for pr in english_prompts)
+    assert "|lang-prompts:" not in en.signature
+    assert GERMAN_ENGLISH in next(pr for _, pr in fake.prompts if EN_SUMMARY in pr)
