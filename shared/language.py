@@ -203,9 +203,18 @@ class LanguageEvidence(BaseModel):
 _ROW_PART = re.compile(r"\|lang:[^|]*")
 
 
+_PROMPTS_PART = re.compile(r"\|lang-prompts:([0-9a-f]+)")
+
+
 def without_row_language(signature: str) -> str:
-    """A row's signature less its detected-language part: the run's signature, which a resumed
-    run compares (the language is a property of the row's text, which ``input_hash`` covers)."""
+    """A row's signature less its per-row language parts: the run's signature, which a resumed
+    run compares (the language is a property of the row's text, which ``input_hash`` covers).
+    The language block's hash (``|lang-prompts:``) goes too when it is this version's: a row
+    judged with another version of the language prompts still differs from the run."""
+    from .prompts import language_prompts_hash
+
+    current = language_prompts_hash()
+    signature = _PROMPTS_PART.sub(lambda m: "" if m.group(1) == current else m.group(0), signature)
     return _ROW_PART.sub("", signature)
 
 

@@ -172,7 +172,13 @@ async def _evaluate_row(
     # the judge writes in the summary's language (docs/LANGUAGES.md, "Judge"); the dimensions
     # analyse the summary as language.dimensions
     said, source_said = judge_languages(language)
-    sig = signature(judge, options, language=said, source_language=source_said)
+    # the language block's hash only when prompts were sent with it (no judge: no prompts)
+    sig = signature(
+        judge,
+        options,
+        language=said if judge is not None else None,
+        source_language=source_said if judge is not None else None,
+    )
     settings = options.dimension_settings
     if not summary:
         return SummaryEvaluation(

@@ -396,3 +396,17 @@ def test_a_batch_judges_each_row_in_its_own_language() -> None:
     assert english_prompts and all(p.asked_language(pr) is None for pr in english_prompts)
     assert "|lang-prompts:" not in en.signature
     assert GERMAN_ENGLISH in next(pr for _, pr in fake.prompts if EN_SUMMARY in pr)
+
+
+def test_resume_sees_the_language_block_as_the_rows_own_unless_its_version_changed() -> None:
+    from shared import score_summary
+    from shared.language import without_row_language
+
+    run = signature(FakeJudge(), ScoreOptions(n=3, dimensions=()))
+    row = score_summary(FR_SOURCE, FR_SUMMARY, judge=FakeJudge(), n=3, dimensions=()).signature
+    assert row != run and without_row_language(row) == run
+    stale = row.replace(PINNED_LANGUAGE_PROMPTS_HASH, "00000000")
+    assert without_row_language(stale) != run  # judged with other language prompts: rescored
+    # without a judge no prompt was sent: no language block hash in the signature
+    offline = score_summary(FR_SOURCE, FR_SUMMARY, judge=None, dimensions=()).signature
+    assert "|lang-prompts:" not in offline
