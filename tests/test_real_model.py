@@ -165,6 +165,29 @@ def test_at_least_six_of_eight_example_rows_are_scored(examples_run: dict[str, A
     assert sum(r.scored for r in examples_run["results"]) >= 6
 
 
+FR_SOURCE = (
+    "La ville de Lyon a ouvert une nouvelle bibliothèque le 3 mars. Le bâtiment compte 120 000 "
+    "livres et une salle de concert. Les travaux ont coûté 45 millions d'euros. Le maire a "
+    "annoncé des horaires prolongés le dimanche."
+)
+FR_SUMMARY = "Lyon a ouvert une bibliothèque de 120 000 livres, qui a coûté 45 millions d'euros."
+
+
+def test_a_french_pair_goes_through_the_real_server_with_the_language_block(
+    llama_server: str,
+) -> None:
+    """Plumbing for non-English rows: the prompts with the language block still fit the window,
+    the replies still follow the bounded schemas, and the row is scored or unscored with a
+    reason. (Whether a 135M model writes good French is not asked.)"""
+    judge = _judge(llama_server)
+    (result,) = score_summaries([(FR_SOURCE, FR_SUMMARY)], judge=judge, n=3, concurrency=4)
+    print(f"\nreal model, French: {result.score if result.scored else result.error}")
+    _assert_plumbing([result], 1)
+    assert result.language is not None and result.language.summary == "fr"
+    assert "|lang-prompts:" in result.signature and "|lang:fr" in result.signature
+    assert judge.usage["calls"] > 0 and judge.mode == "json_schema"
+
+
 def test_ragas_evaluate_against_the_real_model(llama_server: str) -> None:
     from openai import AsyncOpenAI
     from ragas import EvaluationDataset, evaluate
