@@ -248,7 +248,8 @@ def test_cli_samples_write_spread_columns_and_report_flips(
                 str(path),
                 "-o",
                 str(out),
-                "--no-report",
+                "--report",
+                str(tmp_path / "report.html"),
                 "--no-cache",
                 "--base-url",
                 url,
@@ -280,6 +281,11 @@ def test_cli_samples_write_spread_columns_and_report_flips(
     assert expected.rows == 2
     assert f"Pass/fail flips: {expected.line()}" in text
     assert "Spread over judge samples (mean sd per row): score" in text
+    # the report shows the same: the spread per judged sub-score and the flips
+    html = " ".join((tmp_path / "report.html").read_text().split())
+    assert 'id="stability-table"' in html and f"Pass/fail flips: {expected.line()}." in html
+    spread = stability(read_results(out), ["score"])["score"]
+    assert f'<td>score</td><td class="num">2</td> <td class="num">{spread.mean_sd:.3f}</td>' in html
 
 
 def test_cli_single_sample_results_have_no_spread_columns(tmp_path: Path) -> None:
@@ -292,7 +298,8 @@ def test_cli_single_sample_results_have_no_spread_columns(tmp_path: Path) -> Non
                 str(EXAMPLES),
                 "-o",
                 str(out),
-                "--no-report",
+                "--report",
+                str(tmp_path / "report.html"),
                 "--no-cache",
                 "--base-url",
                 url,
@@ -306,6 +313,8 @@ def test_cli_single_sample_results_have_no_spread_columns(tmp_path: Path) -> Non
         header = next(csv.reader(handle))
     assert not [c for c in header if c.endswith("_sd")]
     assert "Pass/fail flips" not in result.output
+    html = (tmp_path / "report.html").read_text()
+    assert "Stability over judge samples" not in html and "Pass/fail flips" not in html
 
 
 # -- adapters --------------------------------------------------------------------------------

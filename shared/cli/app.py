@@ -423,7 +423,8 @@ def score(
 
     skipped = _skipped(keys) if judge is None else []
     if report_path is not None:
-        info = run_report_info(input_path, output, judge_text, skipped, threshold)
+        flips = flip_threshold if samples > 1 and judge is not None else None
+        info = run_report_info(input_path, output, judge_text, skipped, threshold, flips)
         write_report(report_path, all_rows, keys, info, worst=worst)
 
     _print_table(all_rows, keys, threshold)
@@ -441,8 +442,10 @@ def run_report_info(
     judge_text: str,
     skipped: list[str],
     threshold: float | None = None,
+    flip_threshold: float | None = None,
 ) -> ReportInfo:
-    """The report's facts about a scoring run (either engine): files, judge, what was skipped."""
+    """The report's facts about a scoring run (either engine): files, judge, what was skipped;
+    ``flip_threshold`` only for a run with several judge samples (its stability section)."""
     return ReportInfo(
         input_path=str(input_path),
         results_path=str(output),
@@ -451,6 +454,7 @@ def run_report_info(
         enable_hint=ENABLE_HINT if skipped else "",
         command=shlex.join(["summary-eval", *sys.argv[1:]]),
         threshold=threshold,
+        flip_threshold=flip_threshold,
     )
 
 

@@ -38,6 +38,9 @@ class ReportInfo:
     command: str = ""
     threshold: float | None = None
     """``--threshold``: each worst summary is marked pass or FAIL, with the counts in the facts."""
+    flip_threshold: float | None = None
+    """``--flip-threshold`` of a run with ``--samples k > 1``: the stability section counts the
+    rows whose pass/fail at it differs between samples (None: the run had one sample)."""
     generated_at: str = field(
         default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     )
@@ -272,6 +275,21 @@ def by_language(rows: Sequence[Row], keys: Sequence[str]) -> list[dict[str, Any]
     ]
 
 
+def stability_section(rows: Sequence[Row], keys: Sequence[str], flip_threshold: float | None):
+    """The spread over judge samples (``--samples k``): per judged sub-score the mean and largest
+    per-row standard deviation, and the pass/fail flips at ``flip_threshold``; None when no row
+    has two samples (a one-sample run has nothing to show)."""
+    from ..stability import flip_rate, stability
+    from ..subscores import SUB_SCORES
+
+    judged = {s.name for s in SUB_SCORES if s.needs != "nothing"}
+    spread = [s for s in stability(rows, [k for k in keys if k in judged]).values() if s.rows > 0]
+    if not spread:
+        return None
+    flips = None if flip_threshold is None else flip_rate(rows, flip_threshold)
+    return {"spread": spread, "flips": None if flips is None else flips.line()}
+
+
 def _worst_entry(row: Row, keys: Sequence[str], threshold: float | None = None) -> dict[str, Any]:
     view = evidence_view(row.get("evidence") or {})
     return {
@@ -334,6 +352,7 @@ def render_report(
         passed=verdicts.count("pass"),
         failed_threshold=verdicts.count("FAIL"),
         languages=by_language(measured, keys),
+        stability=stability_section(ok, keys, info.flip_threshold),
         rank_basis=rank_basis(any(_is_number(r.get(HEADLINE)) for r in ok)),
         empty_keys=[k for k in keys if k not in present],
     )
