@@ -161,11 +161,7 @@ class _SummaryMetricBase(BaseMetric):
                 evaluation = await ascore_summary(
                     test_case.input,
                     test_case.actual_output,
-                    judge=None
-                    if self.model is None
-                    else self.model
-                    if is_core_judge(self.model)
-                    else judge_for(self.model, use_async=self.async_mode),
+                    judge=self._judge(),
                     **self._score_options(),
                 )
             except (TypeError, ValueError) as exc:
@@ -178,6 +174,13 @@ class _SummaryMetricBase(BaseMetric):
             if self.error is not None:
                 raise SummaryScoringError(self.error)
             return float(self.score)  # type: ignore[arg-type]
+
+    def _judge(self) -> Judge | None:
+        """The core's judge for this metric: none (no model), the summary-eval judge given as
+        the model, or the adapter over a DeepEval model (shared per model and mode)."""
+        if self.model is None or is_core_judge(self.model):
+            return self.model
+        return judge_for(self.model, use_async=self.async_mode)
 
     # -- result mapping ------------------------------------------------------------------------
 

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .cli.inputs import Columns, InputRow, _check_text, row_from_record
+from .cli.inputs import Columns, InputRow, _check_text, _read_id, row_from_record
 from .cli.results import (
     STATUS_BAD_INPUT,
     STATUS_UNSCORED,
@@ -316,13 +316,12 @@ def _uniform_text_columns(batch: pa.Table, columns: Columns) -> pa.Table:
 
     notes: list[list[str]] = [[] for _ in range(batch.num_rows)]
     if columns.id in batch.column_names and not _texty(batch.schema.field(columns.id).type, False):
-        ids = batch.column(columns.id).to_pylist()
-        text = [v if v is None or isinstance(v, str) else None for v in ids]
-        for i, value in enumerate(ids):
-            if isinstance(value, int) and not isinstance(value, bool):
-                text[i] = str(value)
-            elif value is not None and not isinstance(value, str):
-                notes[i].append(f"id must be a string or an integer, got {type(value).__name__}")
+        text: list[str | None] = []
+        for i, value in enumerate(batch.column(columns.id).to_pylist()):
+            _, problem = _read_id(value, i)  # the readers' own rule and words for ids
+            if problem:
+                notes[i].append(problem)
+            text.append(None if problem or value is None else str(value))
         batch = batch.set_column(
             batch.column_names.index(columns.id), columns.id, pa.array(text, pa.string())
         )

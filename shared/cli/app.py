@@ -29,13 +29,13 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from .. import SUB_SCORES, ScoreOptions, flip_rate, stability
+from .. import ScoreOptions
 from ..adapter_kit import DEFAULTS, option_help
 from .inputs import Columns, InputError, detect_format, read_rows
 from .judge_wait import InFlightJudge, JudgeWaitColumn, in_flight_of
 from .models import load_models
 from .paths import PathProblem, check_run_paths
-from .report import ReportInfo, write_report
+from .report import ReportInfo, stability_section, write_report
 from .results import (
     NEEDS_JUDGE,
     STATUS_BAD_INPUT,
@@ -422,14 +422,14 @@ def score(
     writer.rewrite(all_rows)
 
     skipped = _skipped(keys) if judge is None else []
+    flips = flip_threshold if samples > 1 and judge is not None else None
     if report_path is not None:
-        flips = flip_threshold if samples > 1 and judge is not None else None
         info = run_report_info(input_path, output, judge_text, skipped, threshold, flips)
         write_report(report_path, all_rows, keys, info, worst=worst)
 
     _print_table(all_rows, keys, threshold)
-    if samples > 1 and judge is not None:
-        _print_stability(all_rows, keys, flip_threshold)
+    if flips is not None:
+        _print_stability(all_rows, keys, flips)
     raise typer.Exit(_finish(all_rows, output, report_path, skipped))
 
 
@@ -469,18 +469,17 @@ def _print_table(rows: list[Row], keys: list[str], threshold: float | None = Non
 
 def _print_stability(rows: list[Row], keys: list[str], threshold: float) -> None:
     """With --samples k > 1: how much one row moves between judge samples, per sub-score, and
-    how many rows a single run could have put on the other side of ``threshold``."""
-    judged = {s.name for s in SUB_SCORES if s.needs != "nothing"}
-    summary = stability(rows, [k for k in keys if k in judged])
-    parts = [
-        f"{SHORT_NAMES.get(name, name)} {s.mean_sd:.3f} (max {s.max_sd:.3f})"
-        for name, s in summary.items()
-        if s.mean_sd is not None and s.max_sd is not None
-    ]
-    if not parts:
+    how many rows a single run could have put on the other side of ``threshold`` (the report's
+    stability section, :func:`.report.stability_section`, in words)."""
+    section = stability_section(rows, keys, threshold)
+    if section is None:
         return
+    parts = [
+        f"{SHORT_NAMES.get(s.sub_score, s.sub_score)} {s.mean_sd:.3f} (max {s.max_sd:.3f})"
+        for s in section["spread"]
+    ]
     out.print(f"Spread over judge samples (mean sd per row): {'; '.join(parts)}.")
-    out.print(f"Pass/fail flips: {flip_rate(rows, threshold).line()}.")
+    out.print(f"Pass/fail flips: {section['flips']}.")
 
 
 def _skipped(keys: list[str]) -> list[str]:

@@ -440,14 +440,14 @@ def score_on_ray(
         )
         raise typer.Exit(cli.EXIT_INTERRUPTED) from None
     skipped = cli._skipped(keys) if local_judge is None else []
+    sampled = options.get("samples", DEFAULTS.samples) > 1 and local_judge is not None
+    flips = flip_threshold if sampled else None
     if report_path is not None:
-        sampled = options.get("samples", DEFAULTS.samples) > 1 and local_judge is not None
-        flips = flip_threshold if sampled else None
         info = cli.run_report_info(input_path, output, judge_text, skipped, threshold, flips)
         write_report(report_path, all_rows, keys, info, worst=worst)
     cli._print_table(all_rows, keys, threshold)
-    if options.get("samples", DEFAULTS.samples) > 1 and local_judge is not None:
-        cli._print_stability(all_rows, keys, flip_threshold)
+    if flips is not None:
+        cli._print_stability(all_rows, keys, flips)
     raise typer.Exit(cli._finish(all_rows, output, report_path, skipped))
 
 

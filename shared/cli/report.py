@@ -275,7 +275,9 @@ def by_language(rows: Sequence[Row], keys: Sequence[str]) -> list[dict[str, Any]
     ]
 
 
-def stability_section(rows: Sequence[Row], keys: Sequence[str], flip_threshold: float | None):
+def stability_section(
+    rows: Sequence[Row], keys: Sequence[str], flip_threshold: float | None
+) -> dict[str, Any] | None:
     """The spread over judge samples (``--samples k``): per judged sub-score the mean and largest
     per-row standard deviation, and the pass/fail flips at ``flip_threshold``; None when no row
     has two samples (a one-sample run has nothing to show)."""
