@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -85,13 +86,18 @@ def is_local_url(base_url: str | None) -> bool:
 
 
 def table_prices(model: str) -> Prices | None:
-    """The dated list price of a hosted model, matched on the longest known prefix
-    (``gpt-4o-mini-2024-07-18`` is ``gpt-4o-mini``); None for a model not in the table."""
+    """The dated list price of a hosted model: its name, or its name with a date or ``latest``
+    after it (``gpt-4o-mini-2024-07-18`` is ``gpt-4o-mini``); None for a model not in the
+    table."""
     name = model.split("/")[-1].lower()
-    for prefix in sorted(_TABLE, key=len, reverse=True):
-        if name == prefix or name.startswith(prefix + "-"):
-            return Prices(*_TABLE[prefix], source=f"list price {PRICES_AS_OF}")
+    match = _SNAPSHOT.fullmatch(name)
+    base = match.group(1) if match else name
+    if base in _TABLE:
+        return Prices(*_TABLE[base], source=f"list price {PRICES_AS_OF}")
     return None
+
+
+_SNAPSHOT = re.compile(r"(.+?)-(?:\d{4}-\d{2}-\d{2}|\d{4}|latest)")
 
 
 def resolve_prices(
