@@ -42,6 +42,7 @@ from .options import (
     ScoreOptionsKwargs,
     UserQuestion,
 )
+from .peer_bench import BenchResult, bench
 from .pipeline import (
     ascore_summaries,
     ascore_summary,
@@ -66,6 +67,7 @@ __all__ = [
     "SUB_SCORES",
     "SUB_SCORE_NAMES",
     "Agreement",
+    "BenchResult",
     "CachedJudge",
     "ClaimEvidence",
     "Comparison",
@@ -99,6 +101,7 @@ __all__ = [
     "alignment_ratio",
     "ascore_summaries",
     "ascore_summary",
+    "bench",
     "check_judge",
     "combine_scores",
     "compare",

@@ -588,6 +588,9 @@ def _register_extra_commands() -> None:
 
     register(app)
     app.command("check-judge")(check_judge_command)
+    from .bench_cli import register as register_bench
+
+    register_bench(app)
 
 
 _register_extra_commands()

@@ -1,0 +1,316 @@
+"""``summary-eval bench``: ours against DeepEval's and Ragas' summarization metrics on the user's
+judge (see :mod:`shared.bench` and docs/BENCH.md).
+
+Exit status: 0 every chosen metric ran and scored at least one row, 1 a metric did not run or
+scored nothing (the table says why), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from ..peer_bench import (
+    DEFAULT_ARTICLES,
+    DEFAULT_SEED,
+    METRICS,
+    BenchResult,
+    bench,
+    installed_version,
+    labelled_items,
+)
+from ..comparison import DEFAULT_RESAMPLES
+from .paths import PathProblem, check_run_paths
+
+EXIT_OK, EXIT_METRIC_FAILED, EXIT_USAGE = 0, 1, 2
+
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+
+def _usage_error(message: str) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(EXIT_USAGE)
+
+
+def bench_command(
+    model: Annotated[
+        str | None,
+        typer.Option(help="Judge model name (default: OPENAI_MODEL). Every metric uses it."),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(help="OpenAI-compatible server (default: OPENAI_BASE_URL, else OpenAI)."),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(help="API key (default: OPENAI_API_KEY; a local server needs none)."),
+    ] = None,
+    metrics: Annotated[
+        str, typer.Option(help=f"Comma-separated, from {','.join(METRICS)}.")
+    ] = ",".join(METRICS),
+    articles: Annotated[
+        int, typer.Option(min=1, help="SummEval articles drawn (whole: all their summaries).")
+    ] = DEFAULT_ARTICLES,
+    seed: Annotated[int, typer.Option(help="Seed of the article draw and the bootstrap.")] = (
+        DEFAULT_SEED
+    ),
+    summaries: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Cap: this many summaries per article (the same systems for every article), "
+            "for plumbing runs; the default takes all 16.",
+        ),
+    ] = None,
+    summeval: Annotated[
+        Path | None,
+        typer.Option(help="The SummEval dev JSONL (default: examples/summeval/dev.jsonl)."),
+    ] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(help="Your own rows instead of SummEval (JSONL or CSV, as `score` reads)."),
+    ] = None,
+    labels: Annotated[
+        Path | None, typer.Option(help="Human labels of --data, JSONL or CSV (as `agree`).")
+    ] = None,
+    mapping: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--map",
+            metavar="LABEL",
+            help="Label column(s) to correlate with (score=relevance as in `agree`, or just "
+            "relevance; repeatable or comma-separated). With --data.",
+        ),
+    ] = None,
+    id_column: Annotated[str, typer.Option(help="Id column of --data and --labels.")] = "id",
+    group_column: Annotated[
+        str | None,
+        typer.Option(help="Labels column naming the source: summary-level correlations."),
+    ] = None,
+    system_column: Annotated[
+        str | None, typer.Option(help="Labels column naming the system: system-level too.")
+    ] = None,
+    source_column: Annotated[str, typer.Option(help="Source column of --data.")] = "source",
+    summary_column: Annotated[str, typer.Option(help="Summary column of --data.")] = "summary",
+    workdir: Annotated[
+        Path,
+        typer.Option(
+            help="Folder of the kept results (per metric and article): rerun the same command "
+            "to resume without paying twice."
+        ),
+    ] = Path("summary-eval-bench"),
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write the full results as JSON.")
+    ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(help="HTML report (default: bench-report.html in --workdir)."),
+    ] = None,
+    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = (
+        DEFAULT_RESAMPLES
+    ),
+    price_in: Annotated[
+        float | None, typer.Option(min=0.0, help="US$ per million input tokens.")
+    ] = None,
+    price_cached: Annotated[
+        float | None,
+        typer.Option(min=0.0, help="US$ per million cached input tokens (default: --price-in)."),
+    ] = None,
+    price_out: Annotated[
+        float | None, typer.Option(min=0.0, help="US$ per million output tokens.")
+    ] = None,
+    timeout: Annotated[float, typer.Option(min=1.0, help="Seconds per judge call.")] = 120.0,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Bound on each peer reply (their schemas have none; ours sets its own).",
+        ),
+    ] = None,
+) -> None:
+    """Ours against DeepEval's SummarizationMetric and Ragas' SummaryScore on your judge:
+    agreement with human ratings, calls, tokens, dollars and time, side by side."""
+    model = model or os.environ.get("OPENAI_MODEL")
+    if not model:
+        raise _usage_error("give the judge model: --model NAME (or set OPENAI_MODEL)")
+    if not (base_url or os.environ.get("OPENAI_BASE_URL") or api_key or
+            os.environ.get("OPENAI_API_KEY")):
+        raise _usage_error(
+            "no judge configured: --base-url URL (a local server needs no key), or an API key "
+            "(--api-key or OPENAI_API_KEY)"
+        )
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+    chosen = [m.strip() for m in metrics.split(",") if m.strip()]
+    unknown = [m for m in chosen if m not in METRICS]
+    if unknown or not chosen:
+        raise _usage_error(
+            f"--metrics: unknown {', '.join(unknown) or '(none given)'}; choose from "
+            f"{', '.join(METRICS)}"
+        )
+    report_path = report or workdir / "bench-report.html"
+    inputs = [p for p in (data, labels, summeval) if p is not None]
+    try:
+        for given in inputs:
+            check_run_paths(given, {"JSON file": json_path, "report": report_path})
+        if not inputs:
+            for what, path in (("JSON file", json_path), ("report", report_path)):
+                if path is not None and path.is_dir():
+                    raise PathProblem(f"the {what} path {path} is a folder; give a file name")
+    except PathProblem as exc:
+        raise _usage_error(str(exc)) from None
+    if json_path is not None and json_path.resolve() == report_path.resolve():
+        raise _usage_error(f"{json_path} is given for two outputs")
+    notes: list[str] = []
+    items = ratings = data_name = None
+    if data is not None or labels is not None or mapping:
+        if data is None or labels is None or not mapping:
+            raise _usage_error("your own data needs all three: --data FILE --labels FILE --map")
+        try:
+            found = labelled_items(
+                data,
+                labels,
+                mapping,
+                id_column=id_column,
+                group_column=group_column,
+                system_column=system_column,
+                source_column=source_column,
+                summary_column=summary_column,
+            )
+        except (ValueError, FileNotFoundError) as exc:
+            raise _usage_error(str(exc)) from None
+        items, ratings, notes = found.items, found.ratings, found.notes
+        data_name = f"{data} with labels {labels}"
+    for note in notes:
+        err.print(f"[yellow]note:[/] {note}")
+    versions = ", ".join(f"{m} {installed_version(m) or 'not installed'}" for m in chosen)
+    err.print(f"Installed: {versions}")
+    try:
+        result = bench(
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            metrics=chosen,
+            items=items,
+            ratings=ratings,
+            articles=articles,
+            seed=seed,
+            summaries=summaries,
+            summeval=summeval,
+            workdir=workdir,
+            resamples=resamples,
+            price_in=price_in,
+            price_cached=price_cached,
+            price_out=price_out,
+            timeout=timeout,
+            max_tokens=max_tokens,
+            notes=notes,
+            data_name=data_name,
+            on_metric=lambda name, message: err.print(f"[dim]{name}: {message}[/]"),
+        )
+    except (ValueError, FileNotFoundError) as exc:
+        raise _usage_error(str(exc)) from None
+    print_result(result)
+    from .bench_report import write_bench_report
+
+    write_bench_report(report_path, result)
+    err.print(f"Report: {report_path}")
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(
+            json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+        err.print(f"JSON: {json_path}")
+    failed = [m.name for m in result.metrics if m.error is not None or m.scored == 0]
+    raise typer.Exit(EXIT_METRIC_FAILED if failed else EXIT_OK)
+
+
+def _num(value: float | None, signed: bool = True) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f"[{low:+.2f}, {high:+.2f}]"
+
+
+def dollars_text(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
+
+
+def print_result(result: BenchResult, console: Console | None = None) -> None:
+    """The terminal tables: cost per metric, agreement per rating, paired differences, and why
+    rows failed."""
+    console = console or out
+    console.print(
+        f"[bold]bench[/] {result.model}" + (f" at {result.base_url}" if result.base_url else "")
+        + f" — {result.data}: {result.rows} rows, {result.groups} groups; prices: {result.prices}"
+    )
+    cost = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for name in ("metric", "version", "scored", "failed", "calls", "prompt tok", "cached tok",
+                 "compl tok", "dollars", "wall s"):
+        cost.add_column(name, justify="left" if name in ("metric", "version") else "right")
+    for m in result.metrics:
+        cost.add_row(
+            m.name,
+            m.version or "not installed",
+            f"{m.scored}/{m.rows}",
+            str(m.failed),
+            str(m.usage.calls) + (f" ({m.usage.failed_calls} failed)" if m.usage.failed_calls
+                                  else ""),
+            f"{m.usage.prompt_tokens:,}",
+            f"{m.usage.cached_tokens:,}",
+            f"{m.usage.completion_tokens:,}",
+            dollars_text(m.dollars),
+            f"{m.wall_s:.1f}",
+        )
+    console.print(cost)
+    agree = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for name in ("metric", "rating", "level", "units", "spearman", f"{int(result.level * 100)}%",
+                 "system"):
+        agree.add_column(name, justify="right" if name in ("units", "spearman") else "left")
+    for m in result.metrics:
+        for i, a in enumerate(m.agreement):
+            agree.add_row(
+                m.name if i == 0 else "",
+                a.rating,
+                a.level,
+                str(a.summary.units),
+                _num(a.summary.value),
+                _interval(a.summary.low, a.summary.high),
+                "-" if a.system is None else _num(a.system.value),
+                end_section=i == len(m.agreement) - 1,
+            )
+    if any(m.agreement for m in result.metrics):
+        console.print(agree)
+    if result.comparisons:
+        diff = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        for name in ("difference", "rating", "units", "spearman diff", f"{int(result.level*100)}%"):
+            diff.add_column(name, justify="right" if name in ("units", "spearman diff") else "left")
+        for d in result.comparisons:
+            diff.add_row(
+                f"{d.first} − {d.second}", d.rating, str(d.units), _num(d.difference),
+                _interval(d.low, d.high),
+            )
+        console.print(diff)
+    for m in result.metrics:
+        for reason, count in list(m.reasons.items())[:3]:
+            console.print(f"{m.name}: {count} row(s) not scored: {reason}", soft_wrap=True)
+        if m.resumed_batches:
+            console.print(f"{m.name}: {m.resumed_batches} batch(es) read from the kept results")
+    console.print(
+        f"Spearman: summary level = per group, then the mean (pooled without groups); "
+        f"bootstrap over groups, {result.resamples} resamples, seed {result.seed}."
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bench")(bench_command)

@@ -1,0 +1,301 @@
+"""``summary-eval bench`` / ``shared.bench``: the arithmetic with scripted scores, the HTTP-level
+counting, resuming, and bad input (missing label ids, a peer not installed, a judge failing every
+call), all against the stub judge on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from shared import bench
+from shared import peer_bench as pb
+from shared.cli.app import app
+from shared.cli.stub_judge import peer_schemas
+from shared.testing import FakeJudge, stub_server
+
+SUMMEVAL = Path(__file__).resolve().parents[1] / "examples" / "summeval" / "dev.jsonl"
+
+
+def _ping(judge: pb.JudgeConfig, counter: pb.UsageCounter, item: pb.BenchItem) -> None:
+    """One real chat-completions call through the bench's counted client (what a metric does)."""
+    from shared.adapter_kit import run_sync
+
+    async def call() -> None:
+        client = judge.client(counter)
+        await client.chat.completions.create(
+            model=judge.model,
+            messages=[{"role": "user", "content": f"Summary:\n{item.summary}"}],
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": "Ping", "schema": {"type": "object", "properties": {}}},
+            },
+        )
+
+    run_sync(call)
+
+
+def scripted(score_of: Any, *, raise_on: str | None = None) -> pb.Runner:
+    """A metric that makes one judge call per row and scores ``score_of(item)``; it raises on
+    the batch (article) ``raise_on``."""
+
+    def run(
+        items: Sequence[pb.BenchItem], judge: pb.JudgeConfig, counter: pb.UsageCounter, _: Path
+    ) -> list[pb.Outcome]:
+        if raise_on is not None and items[0].group == raise_on:
+            raise RuntimeError(f"peer blew up on {raise_on}")
+        out: list[pb.Outcome] = []
+        for item in items:
+            _ping(judge, counter, item)
+            out.append((score_of(item), None))
+        return out
+
+    return run
+
+
+def relevance(item: pb.BenchItem) -> float:
+    return float(item.labels["relevance"])  # type: ignore[arg-type]
+
+
+def reversed_relevance(item: pb.BenchItem) -> float:
+    return 5.0 - relevance(item)
+
+
+def test_scripted_scores_give_known_correlations_and_a_seeded_interval(tmp_path: Path) -> None:
+    items = pb.summeval_items(SUMMEVAL, articles=4, seed=3)
+    assert len(items) == 64 and len({i.group for i in items}) == 4  # whole articles, 16 each
+    runners = {"same": scripted(relevance), "reversed": scripted(reversed_relevance)}
+    with stub_server(schemas=peer_schemas()) as url:
+        first = bench(
+            model="stub", base_url=url, metrics=["same", "reversed"], items=items,
+            ratings=["relevance", "coherence"], runners=runners, workdir=tmp_path / "a",
+            resamples=300, seed=7,
+        )
+        calls = len(url.requests)
+        # what the stub reported: (characters of the messages) // 4 prompt tokens per request
+        stub_prompt = sum(
+            sum(len(m["content"]) for m in request["messages"]) // 4 for request in url.requests
+        )
+    same, rev = first.metric("same"), first.metric("reversed")
+    assert same.scored == rev.scored == 64 and same.failed == 0
+    rel = same.agreement[0]
+    assert rel.rating == "relevance" and rel.level == "summary"
+    assert rel.summary.value == 1.0 and rel.summary.units == 4
+    assert rel.system is not None and rel.system.value == 1.0  # per-system means, same order
+    assert rev.agreement[0].summary.value == -1.0
+    # the paired difference: +1 - (-1) = 2 on every article, so its interval is [2, 2]
+    diff = next(d for d in first.comparisons if d.rating == "relevance")
+    assert (diff.first, diff.second, diff.difference) == ("same", "reversed", 2.0)
+    assert (diff.low, diff.high, diff.units) == (2.0, 2.0, 4)
+    # a genuine interval (coherence is not relevance), reproducible with the seed
+    coh = same.agreement[1].summary
+    assert coh.low is not None and coh.low < coh.value < coh.high  # type: ignore[operator]
+    # calls and tokens are what the server answered, counted at the HTTP level
+    assert same.usage.calls == rev.usage.calls == 64 and calls == 128
+    assert same.usage.prompt_tokens + rev.usage.prompt_tokens == stub_prompt > 0
+    assert same.dollars == 0.0  # a local server
+    with stub_server(schemas=peer_schemas()) as url:
+        again = bench(
+            model="stub", base_url=url, metrics=["same", "reversed"], items=items,
+            ratings=["relevance", "coherence"], runners=runners, workdir=tmp_path / "b",
+            resamples=300, seed=7,
+        )
+        other = bench(
+            model="stub", base_url=url, metrics=["same"], items=items,
+            ratings=["coherence"], runners=runners, workdir=tmp_path / "b", resamples=300, seed=8,
+        )
+    assert again.metric("same").agreement[1].summary == coh
+    assert again.comparisons == first.comparisons
+    shifted = other.metric("same").agreement[0].summary
+    assert shifted.value == coh.value and (shifted.low, shifted.high) != (coh.low, coh.high)
+
+
+def test_a_peer_that_raises_on_some_rows_is_counted_not_fatal(tmp_path: Path) -> None:
+    items = pb.summeval_items(SUMMEVAL, articles=3, seed=1)
+    broken = items[0].group
+    runners = {"ok": scripted(relevance), "flaky": scripted(relevance, raise_on=broken)}
+    with stub_server() as url:
+        result = bench(
+            model="stub", base_url=url, metrics=["ok", "flaky"], items=items,
+            ratings=["relevance"], runners=runners, workdir=tmp_path, resamples=100,
+        )
+    flaky = result.metric("flaky")
+    assert (flaky.scored, flaky.failed) == (32, 16)
+    assert flaky.reasons == {f"crashed: RuntimeError: peer blew up on {broken}": 16}
+    assert flaky.agreement[0].summary.units == 2 and flaky.agreement[0].summary.value == 1.0
+    assert result.metric("ok").scored == 48
+    assert result.comparisons[0].units == 2  # compared on the articles both scored
+
+
+def test_an_interrupted_bench_resumes_without_paying_twice(tmp_path: Path) -> None:
+    items = pb.summeval_items(SUMMEVAL, articles=3, seed=2, summaries=4)
+    seen: list[str] = []
+
+    def interrupted(items_, judge, counter, workdir):  # type: ignore[no-untyped-def]
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+        seen.append(items_[0].group)
+        return scripted(relevance)(items_, judge, counter, workdir)
+
+    with stub_server() as url:
+        with pytest.raises(KeyboardInterrupt):
+            bench(model="stub", base_url=url, metrics=["m"], items=items, ratings=["relevance"],
+                  runners={"m": interrupted}, workdir=tmp_path)
+        assert len(url.requests) == 8  # two articles of four summaries were paid for
+        done = bench(model="stub", base_url=url, metrics=["m"], items=items,
+                     ratings=["relevance"], runners={"m": scripted(relevance)}, workdir=tmp_path)
+        assert len(url.requests) == 12  # only the third article's four calls
+    m = done.metric("m")
+    assert m.scored == 12 and m.resumed_batches == 2
+    assert m.usage.calls == 12  # the kept batches' calls are reported with the new one
+
+
+def test_the_counter_reads_cached_tokens_and_counts_failed_replies() -> None:
+    counter = pb.UsageCounter()
+    reply = {"usage": {"prompt_tokens": 1200, "completion_tokens": 30,
+                       "prompt_tokens_details": {"cached_tokens": 1024}}}
+    counter.record(200, json.dumps(reply).encode())
+    counter.record(200, json.dumps({"usage": {"prompt_tokens": 10}}).encode())
+    counter.record(429, b'{"error": {"message": "slow down"}}')
+    counter.record(200, b"not json")
+    assert counter.usage == pb.Usage(
+        calls=4, failed_calls=1, prompt_tokens=1210, cached_tokens=1024, completion_tokens=30
+    )
+
+
+class PeerFake(FakeJudge):
+    """The stub's fake, with answers to Ragas' SummaryScore prompts (told apart by their
+    instructions: the schema names overlap DeepEval's) that vary by summary."""
+
+    def answer_text(self, prompt: str, schema: type, seed: int | None = None) -> str:
+        if prompt.startswith("Extract keyphrases"):
+            return json.dumps({"keyphrases": ["police", "club", "minister"]})
+        if "Based on the given text and keyphrases, generate closed-ended" in prompt:
+            return json.dumps({"questions": ["Is it about the police?", "Did the club win?"]})
+        if "close-ended '1' or '0' questions" in prompt:
+            return json.dumps({"answers": ["1", "1" if len(prompt) % 2 else "0"]})
+        return super().answer_text(prompt, schema)
+
+
+def test_the_three_real_metrics_run_against_the_stub_and_rerun_from_the_kept_results(
+    tmp_path: Path,
+) -> None:
+    with stub_server(PeerFake(), schemas=peer_schemas()) as url:
+        result = bench(model="stub", base_url=url, articles=1, summaries=3, seed=0,
+                       workdir=tmp_path, resamples=50)
+        paid = len(url.requests)
+        rerun = bench(model="stub", base_url=url, articles=1, summaries=3, seed=0,
+                      workdir=tmp_path, resamples=50)
+        assert len(url.requests) == paid  # nothing is paid twice
+    assert [m.name for m in result.metrics] == ["ours", "deepeval", "ragas"]
+    for m in result.metrics:
+        assert m.error is None and m.version
+        assert m.scored == 3, (m.name, m.reasons)
+        assert m.usage.calls > 0 and m.usage.prompt_tokens > 0, m.name
+        assert all(0.0 <= s <= 1.0 for s in m.scores.values() if s is not None)
+    assert sum(m.usage.calls for m in result.metrics) == paid  # every call counted, once
+    assert [m.scores for m in rerun.metrics] == [m.scores for m in result.metrics]
+    assert all(m.resumed_batches == 1 for m in rerun.metrics)
+
+
+def test_a_peer_not_installed_is_reported_and_the_others_still_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = pb.metadata.version
+
+    def version(name: str) -> str:
+        if name == "ragas":
+            raise pb.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(pb.metadata, "version", version)
+    runners = {"ours": scripted(relevance)}
+    items = pb.summeval_items(SUMMEVAL, articles=1, summaries=3)
+    with stub_server() as url:
+        result = bench(model="stub", base_url=url, metrics=["ours", "ragas"], items=items,
+                       ratings=["relevance"], runners=runners, workdir=tmp_path)
+        assert len(url.requests) == 3
+    ragas = result.metric("ragas")
+    assert ragas.error == "ragas is not installed (pip install ragas)"
+    assert ragas.version is None and ragas.scored == 0 and ragas.usage.calls == 0
+    assert result.metric("ours").scored == 3 and result.comparisons == []
+
+
+def _cli(args: list[str]) -> Any:
+    return CliRunner().invoke(app, ["bench", *args], env={"COLUMNS": "200"})
+
+
+def test_cli_a_judge_failing_every_call_is_reported_per_metric(tmp_path: Path) -> None:
+    with stub_server(PeerFake(), schemas=peer_schemas(), fail_first=10**6, fail_status=401) as url:
+        result = _cli(["--base-url", url, "--model", "stub", "--articles", "1", "--summaries",
+                       "3", "--workdir", str(tmp_path / "w"), "--json", str(tmp_path / "b.json"),
+                       "--resamples", "50"])
+    assert result.exit_code == 1, result.output
+    data = json.loads((tmp_path / "b.json").read_text())
+    assert [m["name"] for m in data["metrics"]] == ["ours", "deepeval", "ragas"]
+    for m in data["metrics"]:
+        assert m["scored"] == 0 and m["failed"] == 3 and m["reasons"], m
+        assert m["usage"]["calls"] == m["usage"]["failed_calls"] > 0, m
+    assert "not scored" in result.output and "ours" in result.output
+    # nothing was kept: a rerun with a working judge retries every article
+    assert not list((tmp_path / "w").glob("*.jsonl"))
+    assert (tmp_path / "w" / "bench-report.html").is_file()
+
+
+def _user_files(tmp_path: Path, label_ids: list[str]) -> tuple[Path, Path]:
+    rows = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()[:16]]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(
+        json.dumps({"id": f"r{i}", "source": r["article"], "summary": r["summary"]}) + "\n"
+        for i, r in enumerate(rows)
+    ))
+    labels = tmp_path / "human.csv"
+    lines = ["id,rel,article"]
+    lines += [f"{i},{rows[int(i[1:])]['relevance']},A0" for i in label_ids]
+    labels.write_text("\n".join(lines) + "\n")
+    return data, labels
+
+
+def test_cli_labels_with_missing_ids_leave_those_rows_out_with_a_note(tmp_path: Path) -> None:
+    data, labels = _user_files(tmp_path, [f"r{i}" for i in range(12)])
+    before = (data.read_text(), labels.read_text())
+    with stub_server(PeerFake(), schemas=peer_schemas()) as url:
+        result = _cli(["--base-url", url, "--model", "stub", "--metrics", "deepeval",
+                       "--data", str(data), "--labels", str(labels), "--map", "score=rel",
+                       "--group-column", "article", "--workdir", str(tmp_path / "w"),
+                       "--json", str(tmp_path / "out.json"), "--resamples", "50"])
+    assert result.exit_code == 0, result.output
+    assert "4 row(s) of data.jsonl have no labels in human.csv" in result.output
+    assert "r12, r13, r14, r15" in result.output
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert out["rows"] == 12 and out["ratings"] == ["rel"]
+    assert out["metrics"][0]["agreement"][0]["level"] == "summary"
+    assert (data.read_text(), labels.read_text()) == before  # the user's files are untouched
+
+
+def test_cli_labels_sharing_no_id_are_a_usage_error(tmp_path: Path) -> None:
+    data, labels = _user_files(tmp_path, [])
+    labels.write_text("id,rel,article\nx1,3,A0\n")
+    result = _cli(["--base-url", "http://127.0.0.1:9/v1", "--model", "stub", "--data", str(data),
+                   "--labels", str(labels), "--map", "rel", "--workdir", str(tmp_path / "w")])
+    assert result.exit_code == 2
+    assert "no row of data.jsonl has labels in human.csv" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--metrics", "ours,bleu"], "--metrics: unknown bleu"),
+        (["--data", "x.jsonl"], "needs all three: --data FILE --labels FILE --map"),
+        (["--price-in", "1"], "give both the input and the output price"),
+    ],
+)
+def test_cli_bad_options_are_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    result = _cli(["--base-url", "http://127.0.0.1:9/v1", "--model", "stub", "--workdir",
+                   str(tmp_path), "--articles", "1", "--summaries", "3", *args])
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())
