@@ -1,5 +1,6 @@
-"""Ours against DeepEval's and Ragas' summarization metrics, on one judge: agreement with people,
-calls, tokens, dollars and time, side by side (``summary-eval bench``, :func:`bench`, exported as ``shared.bench``).
+"""Ours against DeepEval's and Ragas' summarization metrics on one judge: agreement with people,
+calls, tokens, dollars and time, side by side (``summary-eval bench``; :func:`bench`, exported
+as ``shared.bench``).
 
 Each metric is run the way its own users run it, every one against the same OpenAI-compatible
 server and model:
@@ -33,7 +34,9 @@ retries it. ``ours`` also keeps its judge replies in the project's SQLite judge 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import io
 import json
 import math
 import os
@@ -456,13 +459,14 @@ def run_deepeval(
     cases = [
         LLMTestCase(name=item.id, input=item.source, actual_output=item.summary) for item in items
     ]
-    result = evaluate(
-        cases,
-        [SummarizationMetric(model=model)],
-        async_config=AsyncConfig(run_async=True),
-        display_config=DisplayConfig(print_results=False, show_indicator=False),
-        error_config=ErrorConfig(ignore_errors=True),
-    )
+    with contextlib.redirect_stdout(io.StringIO()):  # its banner would split the bench's table
+        result = evaluate(
+            cases,
+            [SummarizationMetric(model=model)],
+            async_config=AsyncConfig(run_async=True),
+            display_config=DisplayConfig(print_results=False, show_indicator=False),
+            error_config=ErrorConfig(ignore_errors=True),
+        )
     by_name: dict[str, Outcome] = {}
     for test_result in result.test_results:
         data = (test_result.metrics_data or [None])[0]
@@ -735,6 +739,7 @@ def bench(
         max_tokens=max_tokens,
     )
     workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
     reports = []
     for name in metrics:
         reports.append(

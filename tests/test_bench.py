@@ -71,9 +71,15 @@ def test_scripted_scores_give_known_correlations_and_a_seeded_interval(tmp_path:
     runners = {"same": scripted(relevance), "reversed": scripted(reversed_relevance)}
     with stub_server(schemas=peer_schemas()) as url:
         first = bench(
-            model="stub", base_url=url, metrics=["same", "reversed"], items=items,
-            ratings=["relevance", "coherence"], runners=runners, workdir=tmp_path / "a",
-            resamples=300, seed=7,
+            model="stub",
+            base_url=url,
+            metrics=["same", "reversed"],
+            items=items,
+            ratings=["relevance", "coherence"],
+            runners=runners,
+            workdir=tmp_path / "a",
+            resamples=300,
+            seed=7,
         )
         calls = len(url.requests)
         # what the stub reported: (characters of the messages) // 4 prompt tokens per request
@@ -100,13 +106,26 @@ def test_scripted_scores_give_known_correlations_and_a_seeded_interval(tmp_path:
     assert same.dollars == 0.0  # a local server
     with stub_server(schemas=peer_schemas()) as url:
         again = bench(
-            model="stub", base_url=url, metrics=["same", "reversed"], items=items,
-            ratings=["relevance", "coherence"], runners=runners, workdir=tmp_path / "b",
-            resamples=300, seed=7,
+            model="stub",
+            base_url=url,
+            metrics=["same", "reversed"],
+            items=items,
+            ratings=["relevance", "coherence"],
+            runners=runners,
+            workdir=tmp_path / "b",
+            resamples=300,
+            seed=7,
         )
         other = bench(
-            model="stub", base_url=url, metrics=["same"], items=items,
-            ratings=["coherence"], runners=runners, workdir=tmp_path / "b", resamples=300, seed=8,
+            model="stub",
+            base_url=url,
+            metrics=["same"],
+            items=items,
+            ratings=["coherence"],
+            runners=runners,
+            workdir=tmp_path / "b",
+            resamples=300,
+            seed=8,
         )
     assert again.metric("same").agreement[1].summary == coh
     assert again.comparisons == first.comparisons
@@ -120,8 +139,14 @@ def test_a_peer_that_raises_on_some_rows_is_counted_not_fatal(tmp_path: Path) ->
     runners = {"ok": scripted(relevance), "flaky": scripted(relevance, raise_on=broken)}
     with stub_server() as url:
         result = bench(
-            model="stub", base_url=url, metrics=["ok", "flaky"], items=items,
-            ratings=["relevance"], runners=runners, workdir=tmp_path, resamples=100,
+            model="stub",
+            base_url=url,
+            metrics=["ok", "flaky"],
+            items=items,
+            ratings=["relevance"],
+            runners=runners,
+            workdir=tmp_path,
+            resamples=100,
         )
     flaky = result.metric("flaky")
     assert (flaky.scored, flaky.failed) == (32, 16)
@@ -143,11 +168,25 @@ def test_an_interrupted_bench_resumes_without_paying_twice(tmp_path: Path) -> No
 
     with stub_server() as url:
         with pytest.raises(KeyboardInterrupt):
-            bench(model="stub", base_url=url, metrics=["m"], items=items, ratings=["relevance"],
-                  runners={"m": interrupted}, workdir=tmp_path)
+            bench(
+                model="stub",
+                base_url=url,
+                metrics=["m"],
+                items=items,
+                ratings=["relevance"],
+                runners={"m": interrupted},
+                workdir=tmp_path,
+            )
         assert len(url.requests) == 8  # two articles of four summaries were paid for
-        done = bench(model="stub", base_url=url, metrics=["m"], items=items,
-                     ratings=["relevance"], runners={"m": scripted(relevance)}, workdir=tmp_path)
+        done = bench(
+            model="stub",
+            base_url=url,
+            metrics=["m"],
+            items=items,
+            ratings=["relevance"],
+            runners={"m": scripted(relevance)},
+            workdir=tmp_path,
+        )
         assert len(url.requests) == 12  # only the third article's four calls
     m = done.metric("m")
     assert m.scored == 12 and m.resumed_batches == 2
@@ -156,8 +195,13 @@ def test_an_interrupted_bench_resumes_without_paying_twice(tmp_path: Path) -> No
 
 def test_the_counter_reads_cached_tokens_and_counts_failed_replies() -> None:
     counter = pb.UsageCounter()
-    reply = {"usage": {"prompt_tokens": 1200, "completion_tokens": 30,
-                       "prompt_tokens_details": {"cached_tokens": 1024}}}
+    reply = {
+        "usage": {
+            "prompt_tokens": 1200,
+            "completion_tokens": 30,
+            "prompt_tokens_details": {"cached_tokens": 1024},
+        }
+    }
     counter.record(200, json.dumps(reply).encode())
     counter.record(200, json.dumps({"usage": {"prompt_tokens": 10}}).encode())
     counter.record(429, b'{"error": {"message": "slow down"}}')
@@ -185,11 +229,25 @@ def test_the_three_real_metrics_run_against_the_stub_and_rerun_from_the_kept_res
     tmp_path: Path,
 ) -> None:
     with stub_server(PeerFake(), schemas=peer_schemas()) as url:
-        result = bench(model="stub", base_url=url, articles=1, summaries=3, seed=0,
-                       workdir=tmp_path, resamples=50)
+        result = bench(
+            model="stub",
+            base_url=url,
+            articles=1,
+            summaries=3,
+            seed=0,
+            workdir=tmp_path,
+            resamples=50,
+        )
         paid = len(url.requests)
-        rerun = bench(model="stub", base_url=url, articles=1, summaries=3, seed=0,
-                      workdir=tmp_path, resamples=50)
+        rerun = bench(
+            model="stub",
+            base_url=url,
+            articles=1,
+            summaries=3,
+            seed=0,
+            workdir=tmp_path,
+            resamples=50,
+        )
         assert len(url.requests) == paid  # nothing is paid twice
     assert [m.name for m in result.metrics] == ["ours", "deepeval", "ragas"]
     for m in result.metrics:
@@ -216,8 +274,15 @@ def test_a_peer_not_installed_is_reported_and_the_others_still_run(
     runners = {"ours": scripted(relevance)}
     items = pb.summeval_items(SUMMEVAL, articles=1, summaries=3)
     with stub_server() as url:
-        result = bench(model="stub", base_url=url, metrics=["ours", "ragas"], items=items,
-                       ratings=["relevance"], runners=runners, workdir=tmp_path)
+        result = bench(
+            model="stub",
+            base_url=url,
+            metrics=["ours", "ragas"],
+            items=items,
+            ratings=["relevance"],
+            runners=runners,
+            workdir=tmp_path,
+        )
         assert len(url.requests) == 3
     ragas = result.metric("ragas")
     assert ragas.error == "ragas is not installed (pip install ragas)"
@@ -231,9 +296,24 @@ def _cli(args: list[str]) -> Any:
 
 def test_cli_a_judge_failing_every_call_is_reported_per_metric(tmp_path: Path) -> None:
     with stub_server(PeerFake(), schemas=peer_schemas(), fail_first=10**6, fail_status=401) as url:
-        result = _cli(["--base-url", url, "--model", "stub", "--articles", "1", "--summaries",
-                       "3", "--workdir", str(tmp_path / "w"), "--json", str(tmp_path / "b.json"),
-                       "--resamples", "50"])
+        result = _cli(
+            [
+                "--base-url",
+                url,
+                "--model",
+                "stub",
+                "--articles",
+                "1",
+                "--summaries",
+                "3",
+                "--workdir",
+                str(tmp_path / "w"),
+                "--json",
+                str(tmp_path / "b.json"),
+                "--resamples",
+                "50",
+            ]
+        )
     assert result.exit_code == 1, result.output
     data = json.loads((tmp_path / "b.json").read_text())
     assert [m["name"] for m in data["metrics"]] == ["ours", "deepeval", "ragas"]
@@ -249,10 +329,12 @@ def test_cli_a_judge_failing_every_call_is_reported_per_metric(tmp_path: Path) -
 def _user_files(tmp_path: Path, label_ids: list[str]) -> tuple[Path, Path]:
     rows = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()[:16]]
     data = tmp_path / "data.jsonl"
-    data.write_text("".join(
-        json.dumps({"id": f"r{i}", "source": r["article"], "summary": r["summary"]}) + "\n"
-        for i, r in enumerate(rows)
-    ))
+    data.write_text(
+        "".join(
+            json.dumps({"id": f"r{i}", "source": r["article"], "summary": r["summary"]}) + "\n"
+            for i, r in enumerate(rows)
+        )
+    )
     labels = tmp_path / "human.csv"
     lines = ["id,rel,article"]
     lines += [f"{i},{rows[int(i[1:])]['relevance']},A0" for i in label_ids]
@@ -264,10 +346,30 @@ def test_cli_labels_with_missing_ids_leave_those_rows_out_with_a_note(tmp_path: 
     data, labels = _user_files(tmp_path, [f"r{i}" for i in range(12)])
     before = (data.read_text(), labels.read_text())
     with stub_server(PeerFake(), schemas=peer_schemas()) as url:
-        result = _cli(["--base-url", url, "--model", "stub", "--metrics", "deepeval",
-                       "--data", str(data), "--labels", str(labels), "--map", "score=rel",
-                       "--group-column", "article", "--workdir", str(tmp_path / "w"),
-                       "--json", str(tmp_path / "out.json"), "--resamples", "50"])
+        result = _cli(
+            [
+                "--base-url",
+                url,
+                "--model",
+                "stub",
+                "--metrics",
+                "deepeval",
+                "--data",
+                str(data),
+                "--labels",
+                str(labels),
+                "--map",
+                "score=rel",
+                "--group-column",
+                "article",
+                "--workdir",
+                str(tmp_path / "w"),
+                "--json",
+                str(tmp_path / "out.json"),
+                "--resamples",
+                "50",
+            ]
+        )
     assert result.exit_code == 0, result.output
     assert "4 row(s) of data.jsonl have no labels in human.csv" in result.output
     assert "r12, r13, r14, r15" in result.output
@@ -280,8 +382,22 @@ def test_cli_labels_with_missing_ids_leave_those_rows_out_with_a_note(tmp_path: 
 def test_cli_labels_sharing_no_id_are_a_usage_error(tmp_path: Path) -> None:
     data, labels = _user_files(tmp_path, [])
     labels.write_text("id,rel,article\nx1,3,A0\n")
-    result = _cli(["--base-url", "http://127.0.0.1:9/v1", "--model", "stub", "--data", str(data),
-                   "--labels", str(labels), "--map", "rel", "--workdir", str(tmp_path / "w")])
+    result = _cli(
+        [
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "stub",
+            "--data",
+            str(data),
+            "--labels",
+            str(labels),
+            "--map",
+            "rel",
+            "--workdir",
+            str(tmp_path / "w"),
+        ]
+    )
     assert result.exit_code == 2
     assert "no row of data.jsonl has labels in human.csv" in result.output
 
@@ -295,7 +411,20 @@ def test_cli_labels_sharing_no_id_are_a_usage_error(tmp_path: Path) -> None:
     ],
 )
 def test_cli_bad_options_are_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
-    result = _cli(["--base-url", "http://127.0.0.1:9/v1", "--model", "stub", "--workdir",
-                   str(tmp_path), "--articles", "1", "--summaries", "3", *args])
+    result = _cli(
+        [
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "stub",
+            "--workdir",
+            str(tmp_path),
+            "--articles",
+            "1",
+            "--summaries",
+            "3",
+            *args,
+        ]
+    )
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split())

@@ -262,3 +262,36 @@ def test_the_cli_against_the_real_model(llama_server: str, tmp_path: Path) -> No
     )
     assert check.exit_code in (0, 1), check.output  # reachable; caveats from a 135M model
     assert "json_schema" in check.output
+
+
+def test_bench_against_the_real_model(llama_server: str, tmp_path: Path) -> None:
+    """``summary-eval bench --articles 1`` for all three metrics on the real server, capped at 3
+    summaries of the article (``--summaries 3``) and 256 tokens per peer reply to fit a 2-core
+    machine: each metric gets its row, with the server's real token counts; the numbers mean
+    nothing at 135M."""
+    from typer.testing import CliRunner
+
+    from shared.cli.app import app
+
+    out = tmp_path / "bench.json"
+    args = ["bench", "--base-url", llama_server, "--model", MODEL, "--articles", "1"]
+    args += ["--summaries", "3", "--max-tokens", "256", "--timeout", "900", "--resamples", "200"]
+    args += ["--workdir", str(tmp_path / "work"), "--json", str(out)]
+    started = time.monotonic()
+    result = CliRunner().invoke(app, args, catch_exceptions=False, env={"COLUMNS": "160"})
+    print(f"\nbench on the real model: {time.monotonic() - started:.0f} s\n{result.output}")
+    assert result.exit_code in (0, 1), result.output  # 1: a metric scored no row (reasons shown)
+    data = json.loads(out.read_text())
+    assert [m["name"] for m in data["metrics"]] == ["ours", "deepeval", "ragas"]
+    for metric in data["metrics"]:
+        assert metric["error"] is None and metric["version"], metric
+        assert metric["rows"] == 3 and metric["scored"] + metric["failed"] == 3, metric
+        assert sum(metric["reasons"].values()) == metric["failed"], metric
+        usage = metric["usage"]
+        assert usage["calls"] > 0 and usage["prompt_tokens"] > 0, metric  # llama-server's usage
+        assert metric["dollars"] == 0.0 and metric["wall_s"] > 0
+        for score in metric["scores"].values():
+            assert score is None or 0.0 <= score <= 1.0
+    assert (tmp_path / "work" / "bench-report.html").is_file()
+    for name in ("ours", "deepeval", "ragas"):
+        assert re.search(rf"^\s*{name}\s+\S+\s+\d/3", result.output, re.M), result.output

@@ -17,6 +17,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from ..comparison import DEFAULT_RESAMPLES
 from ..peer_bench import (
     DEFAULT_ARTICLES,
     DEFAULT_SEED,
@@ -26,7 +27,6 @@ from ..peer_bench import (
     installed_version,
     labelled_items,
 )
-from ..comparison import DEFAULT_RESAMPLES
 from .paths import PathProblem, check_run_paths
 
 EXIT_OK, EXIT_METRIC_FAILED, EXIT_USAGE = 0, 1, 2
@@ -141,8 +141,9 @@ def bench_command(
     model = model or os.environ.get("OPENAI_MODEL")
     if not model:
         raise _usage_error("give the judge model: --model NAME (or set OPENAI_MODEL)")
-    if not (base_url or os.environ.get("OPENAI_BASE_URL") or api_key or
-            os.environ.get("OPENAI_API_KEY")):
+    if not (
+        base_url or os.environ.get("OPENAI_BASE_URL") or api_key or os.environ.get("OPENAI_API_KEY")
+    ):
         raise _usage_error(
             "no judge configured: --base-url URL (a local server needs no key), or an API key "
             "(--api-key or OPENAI_API_KEY)"
@@ -251,12 +252,23 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
     rows failed."""
     console = console or out
     console.print(
-        f"[bold]bench[/] {result.model}" + (f" at {result.base_url}" if result.base_url else "")
+        f"[bold]bench[/] {result.model}"
+        + (f" at {result.base_url}" if result.base_url else "")
         + f" — {result.data}: {result.rows} rows, {result.groups} groups; prices: {result.prices}"
     )
     cost = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for name in ("metric", "version", "scored", "failed", "calls", "prompt tok", "cached tok",
-                 "compl tok", "dollars", "wall s"):
+    for name in (
+        "metric",
+        "version",
+        "scored",
+        "failed",
+        "calls",
+        "prompt tok",
+        "cached tok",
+        "compl tok",
+        "dollars",
+        "wall s",
+    ):
         cost.add_column(name, justify="left" if name in ("metric", "version") else "right")
     for m in result.metrics:
         cost.add_row(
@@ -264,8 +276,8 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
             m.version or "not installed",
             f"{m.scored}/{m.rows}",
             str(m.failed),
-            str(m.usage.calls) + (f" ({m.usage.failed_calls} failed)" if m.usage.failed_calls
-                                  else ""),
+            str(m.usage.calls)
+            + (f" ({m.usage.failed_calls} failed)" if m.usage.failed_calls else ""),
             f"{m.usage.prompt_tokens:,}",
             f"{m.usage.cached_tokens:,}",
             f"{m.usage.completion_tokens:,}",
@@ -274,8 +286,15 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
         )
     console.print(cost)
     agree = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for name in ("metric", "rating", "level", "units", "spearman", f"{int(result.level * 100)}%",
-                 "system"):
+    for name in (
+        "metric",
+        "rating",
+        "level",
+        "units",
+        "spearman",
+        f"{int(result.level * 100)}%",
+        "system",
+    ):
         agree.add_column(name, justify="right" if name in ("units", "spearman") else "left")
     for m in result.metrics:
         for i, a in enumerate(m.agreement):
@@ -293,11 +312,20 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
         console.print(agree)
     if result.comparisons:
         diff = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-        for name in ("difference", "rating", "units", "spearman diff", f"{int(result.level*100)}%"):
+        for name in (
+            "difference",
+            "rating",
+            "units",
+            "spearman diff",
+            f"{int(result.level * 100)}%",
+        ):
             diff.add_column(name, justify="right" if name in ("units", "spearman diff") else "left")
         for d in result.comparisons:
             diff.add_row(
-                f"{d.first} − {d.second}", d.rating, str(d.units), _num(d.difference),
+                f"{d.first} − {d.second}",
+                d.rating,
+                str(d.units),
+                _num(d.difference),
                 _interval(d.low, d.high),
             )
         console.print(diff)

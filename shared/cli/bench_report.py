@@ -39,8 +39,7 @@ def scatter_svg(result: BenchResult, metric: MetricReport, rating: str) -> str:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{SIZE}" height="{SIZE}" '
         f'role="img" aria-label="{_e(metric.name)} against {_e(rating)}">',
-        f'<rect x="{PAD}" y="{PAD}" width="{inner}" height="{inner}" fill="none" '
-        'stroke="#999"/>',
+        f'<rect x="{PAD}" y="{PAD}" width="{inner}" height="{inner}" fill="none" stroke="#999"/>',
         f'<text x="{SIZE / 2}" y="{SIZE - 6}" font-size="11" text-anchor="middle">'
         f"{_e(metric.name)} score</text>",
         f'<text x="10" y="{SIZE / 2}" font-size="11" text-anchor="middle" '
@@ -53,13 +52,17 @@ def scatter_svg(result: BenchResult, metric: MetricReport, rating: str) -> str:
         for score, human in points:
             x = PAD + min(max(score, 0.0), 1.0) * inner
             y = PAD + inner - (human - lo) / span * inner
-            parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="#36c" '
-                         'fill-opacity="0.6"/>')
-        parts.append(f'<text x="{PAD}" y="{PAD - 6}" font-size="10">{lo:g}–{hi:g}, '
-                     f"n={len(points)}</text>")
+            parts.append(
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="#36c" fill-opacity="0.6"/>'
+            )
+        parts.append(
+            f'<text x="{PAD}" y="{PAD - 6}" font-size="10">{lo:g}–{hi:g}, n={len(points)}</text>'
+        )
     else:
-        parts.append(f'<text x="{SIZE / 2}" y="{SIZE / 2}" font-size="11" '
-                     'text-anchor="middle">no scored rows</text>')
+        parts.append(
+            f'<text x="{SIZE / 2}" y="{SIZE / 2}" font-size="11" '
+            'text-anchor="middle">no scored rows</text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -80,10 +83,12 @@ def render(result: BenchResult) -> str:
     ]
     for note in result.notes:
         out.append(f"<p class='muted'>Note: {_e(note)}</p>")
-    out.append("<h2>Cost</h2><table><tr><th>metric</th><th>version</th><th>scored</th>"
-               "<th>failed</th><th>calls</th><th>failed calls</th><th>prompt tokens</th>"
-               "<th>cached tokens</th><th>completion tokens</th><th>dollars</th>"
-               "<th>wall s</th></tr>")
+    out.append(
+        "<h2>Cost</h2><table><tr><th>metric</th><th>version</th><th>scored</th>"
+        "<th>failed</th><th>calls</th><th>failed calls</th><th>prompt tokens</th>"
+        "<th>cached tokens</th><th>completion tokens</th><th>dollars</th>"
+        "<th>wall s</th></tr>"
+    )
     for m in result.metrics:
         dollars = "unknown" if m.dollars is None else f"${m.dollars:.4f}"
         out.append(
@@ -94,9 +99,11 @@ def render(result: BenchResult) -> str:
             f"<td>{dollars}</td><td>{m.wall_s:.1f}</td></tr>"
         )
     out.append("</table>")
-    out.append(f"<h2>Agreement with people (Spearman, {level} % bootstrap interval)</h2>"
-               "<table><tr><th>metric</th><th>rating</th><th>level</th><th>units</th>"
-               "<th>spearman</th><th>interval</th><th>system level</th></tr>")
+    out.append(
+        f"<h2>Agreement with people (Spearman, {level} % bootstrap interval)</h2>"
+        "<table><tr><th>metric</th><th>rating</th><th>level</th><th>units</th>"
+        "<th>spearman</th><th>interval</th><th>system level</th></tr>"
+    )
     for m in result.metrics:
         for a in m.agreement:
             system = "–" if a.system is None else _num(a.system.value)
@@ -107,11 +114,13 @@ def render(result: BenchResult) -> str:
             )
     out.append("</table>")
     if result.comparisons:
-        out.append("<h2>Paired comparison</h2><p>Difference of summary-level Spearman on the "
-                   "rows both metrics scored; an interval above 0 means the first metric "
-                   "tracks people better on these data.</p><table><tr><th>difference</th>"
-                   "<th>rating</th><th>units</th><th>spearman difference</th>"
-                   "<th>interval</th></tr>")
+        out.append(
+            "<h2>Paired comparison</h2><p>Difference of summary-level Spearman on the "
+            "rows both metrics scored; an interval above 0 means the first metric "
+            "tracks people better on these data.</p><table><tr><th>difference</th>"
+            "<th>rating</th><th>units</th><th>spearman difference</th>"
+            "<th>interval</th></tr>"
+        )
         for d in result.comparisons:
             out.append(
                 f"<tr><td>{_e(d.first)} − {_e(d.second)}</td><td>{_e(d.rating)}</td>"
@@ -121,11 +130,14 @@ def render(result: BenchResult) -> str:
         out.append("</table>")
     failures = [(m, r, c) for m in result.metrics for r, c in m.reasons.items()]
     if failures:
-        out.append("<h2>Rows not scored</h2><table><tr><th>metric</th><th>rows</th>"
-                   "<th>reason</th></tr>")
+        out.append(
+            "<h2>Rows not scored</h2><table><tr><th>metric</th><th>rows</th><th>reason</th></tr>"
+        )
         for m, reason, count in failures:
-            out.append(f"<tr><td>{_e(m.name)}</td><td>{count}</td>"
-                       f"<td style='text-align:left'>{_e(reason)}</td></tr>")
+            out.append(
+                f"<tr><td>{_e(m.name)}</td><td>{count}</td>"
+                f"<td style='text-align:left'>{_e(reason)}</td></tr>"
+            )
         out.append("</table>")
     out.append("<h2>Scores against ratings</h2>")
     for m in result.metrics:
@@ -134,8 +146,10 @@ def render(result: BenchResult) -> str:
         out.append(f"<h3>{_e(m.title)}</h3><div class='grid'>")
         out += [scatter_svg(result, m, rating) for rating in result.ratings]
         out.append("</div>")
-    out.append(f"<p class='muted'>Bootstrap: {result.resamples} resamples, seed "
-               f"{result.seed}.</p></body></html>")
+    out.append(
+        f"<p class='muted'>Bootstrap: {result.resamples} resamples, seed "
+        f"{result.seed}.</p></body></html>"
+    )
     return "\n".join(out)
 
 
