@@ -711,6 +711,8 @@ def bench(
         )
     if not metrics:
         raise ValueError("no metric chosen")
+    metrics = list(dict.fromkeys(metrics))
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL")
     if items is None:
         items = summeval_items(summeval, articles=articles, seed=seed, summaries=summaries)
         ratings = list(ratings or SUMMEVAL_RATINGS)
@@ -776,7 +778,7 @@ def _run_metric(
     on_metric: Callable[[str, str], None] | None,
 ) -> MetricReport:
     say = on_metric or (lambda _name, _message: None)
-    version = installed_version(name) if name in RUNNERS else "custom"
+    version = installed_version(name) if runner is RUNNERS.get(name) else "custom"
     report = MetricReport(name=name, title=METRIC_TITLES.get(name, name), version=version)
     report.rows = len(items)
     if version is None:

@@ -258,6 +258,11 @@ def test_the_three_real_metrics_run_against_the_stub_and_rerun_from_the_kept_res
     assert sum(m.usage.calls for m in result.metrics) == paid  # every call counted, once
     assert [m.scores for m in rerun.metrics] == [m.scores for m in result.metrics]
     assert all(m.resumed_batches == 1 for m in rerun.metrics)
+    from shared.cli.bench_report import render
+
+    page = render(result)  # a scatter per metric and rating, and the paired comparison
+    assert page.count("<svg") == 3 * 4 and page.count("<circle") == 3 * 4 * 3
+    assert "ours − deepeval" in page and "ours − ragas" in page
 
 
 def test_a_peer_not_installed_is_reported_and_the_others_still_run(
@@ -428,3 +433,19 @@ def test_cli_bad_options_are_usage_errors(tmp_path: Path, args: list[str], messa
     )
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split())
+
+
+def test_cli_an_interruption_says_how_to_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shared.cli import bench_cli
+
+    def interrupted(**_: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench_cli, "bench", interrupted)
+    result = _cli(
+        ["--base-url", "http://127.0.0.1:9/v1", "--model", "stub", "--workdir", str(tmp_path / "w")]
+    )
+    assert result.exit_code == 130
+    assert "rerun the same command to resume" in " ".join(result.output.split())

@@ -2,7 +2,8 @@
 judge (see :mod:`shared.bench` and docs/BENCH.md).
 
 Exit status: 0 every chosen metric ran and scored at least one row, 1 a metric did not run or
-scored nothing (the table says why), 2 usage error.
+scored nothing (the table says why), 2 usage error, 130 interrupted (finished articles are kept;
+rerun to resume).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ..peer_bench import (
 )
 from .paths import PathProblem, check_run_paths
 
-EXIT_OK, EXIT_METRIC_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_METRIC_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
@@ -218,6 +219,12 @@ def bench_command(
         )
     except (ValueError, FileNotFoundError) as exc:
         raise _usage_error(str(exc)) from None
+    except KeyboardInterrupt:
+        err.print(
+            f"[yellow]Interrupted.[/] Finished articles are kept in {workdir}; rerun the same "
+            "command to resume without paying for them again."
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     print_result(result)
     from .bench_report import write_bench_report
 
