@@ -449,3 +449,23 @@ def test_cli_an_interruption_says_how_to_resume(
     )
     assert result.exit_code == 130
     assert "rerun the same command to resume" in " ".join(result.output.split())
+
+
+def test_the_paired_difference_without_groups_is_pooled_and_seeded() -> None:
+    human = [1.0, 2.0, 3.0, 4.0, 5.0, 2.5, 3.5, 4.5]
+    items = [
+        pb.BenchItem(id=str(i), source="s", summary="t", labels={"rel": h})
+        for i, h in enumerate(human)
+    ]
+    same = pb.MetricReport("a", "a", "1", scores={str(i): h for i, h in enumerate(human)})
+    rev = pb.MetricReport("b", "b", "1", scores={str(i): -h for i, h in enumerate(human)})
+    noisy = pb.MetricReport(
+        "c", "c", "1", scores={str(i): h * (-1) ** i for i, h in enumerate(human)}
+    )
+    exact = pb.paired_difference(same, rev, items, "rel", resamples=200, seed=1)
+    assert (exact.difference, exact.units) == (2.0, 8)
+    assert exact.low is not None and exact.low <= 2.0 <= exact.high  # type: ignore[operator]
+    first = pb.paired_difference(same, noisy, items, "rel", resamples=200, seed=1)
+    again = pb.paired_difference(same, noisy, items, "rel", resamples=200, seed=1)
+    assert first == again and first.difference is not None and first.units == 8
+    assert first.low is not None and first.low < first.difference < first.high  # type: ignore[operator]
