@@ -782,7 +782,7 @@ def _run_metric(
     report = MetricReport(name=name, title=METRIC_TITLES.get(name, name), version=version)
     report.rows = len(items)
     if version is None:
-        report.error = f"{PACKAGES[name]} is not installed (pip install {PACKAGES[name]})"
+        report.error = f'{PACKAGES[name]} is not installed (pip install "summary-eval[{name}]")'
         report.failed = len(items)
         report.reasons = {report.error: len(items)}
         report.scores = {item.id: None for item in items}

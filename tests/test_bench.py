@@ -290,7 +290,7 @@ def test_a_peer_not_installed_is_reported_and_the_others_still_run(
         )
         assert len(url.requests) == 3
     ragas = result.metric("ragas")
-    assert ragas.error == "ragas is not installed (pip install ragas)"
+    assert ragas.error == 'ragas is not installed (pip install "summary-eval[ragas]")'
     assert ragas.version is None and ragas.scored == 0 and ragas.usage.calls == 0
     assert result.metric("ours").scored == 3 and result.comparisons == []
 
