@@ -137,8 +137,10 @@ def bench_command(
         ),
     ] = None,
 ) -> None:
-    """Ours against DeepEval's SummarizationMetric and Ragas' SummaryScore on your judge:
-    agreement with human ratings, calls, tokens, dollars and time, side by side."""
+    """Ours against DeepEval's and Ragas' summarization metrics on your judge.
+
+    Agreement with human ratings (SummEval by default), calls, tokens, dollars and time, side by
+    side; see docs/BENCH.md."""
     model = model or os.environ.get("OPENAI_MODEL")
     if not model:
         raise _usage_error("give the judge model: --model NAME (or set OPENAI_MODEL)")
