@@ -18,6 +18,7 @@ from shared import score_summaries, score_summary
 from shared.dimensions import DimensionSettings, analyse_summaries, build_evidence
 from shared.dimensions.coherence import FRAGMENT_WEIGHT, HALF_LIFE, REPEAT_WEIGHT
 from shared.dimensions.evidence import CoherenceEvidence
+from shared.dimensions.support import constants_id
 
 SOURCE = "The council met on Monday. It approved a new budget. A storm hit the coast."
 LINKED = (
@@ -113,7 +114,8 @@ def test_formula_setting_is_validated_and_signed() -> None:
     with pytest.raises(ValueError, match="coherence_formula"):
         DimensionSettings(coherence_formula="cosine")
     part = DimensionSettings(coherence_formula="article").signature_part()
-    assert part.endswith("|coh:article|gnd:4/2")  # grounding's part follows, in report order
+    # grounding's part follows, in report order
+    assert part.endswith(f"|coh:article|gnd:v2/{constants_id()}")
     assert "|coh:entity_grid" in score_summary(SOURCE, LINKED, judge=None).signature
     off = score_summary(SOURCE, LINKED, judge=None, dimensions=["density"])
     assert "|coh:" not in off.signature
