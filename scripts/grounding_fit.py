@@ -244,6 +244,20 @@ def train_score(rows: Sequence[dict], values: Sequence[float | None]) -> float:
     return statistics.mean(out)
 
 
+def select(rows: Sequence[dict]) -> tuple[float, float, float, np.ndarray, float]:
+    """(train score, C, min share, weights, intercept): the grid point that ranks ``rows``
+    best by :func:`train_score`."""
+    best = None
+    for c in C_GRID:
+        coef, b = fit(rows, c)
+        for m in MIN_SHARE_GRID:
+            score = train_score(rows, [predict(r, coef, b, m) for r in rows])
+            if best is None or score > best[0]:
+                best = (score, c, m, coef, b)
+    assert best is not None
+    return best
+
+
 def cross_validate(rows: list[dict], folds: int = 5, seed: int = 0) -> tuple[list, list[str]]:
     articles = sorted({r["article_id"] for r in rows})
     random.Random(seed).shuffle(articles)
@@ -254,14 +268,7 @@ def cross_validate(rows: list[dict], folds: int = 5, seed: int = 0) -> tuple[lis
         train_i = [i for i, r in enumerate(rows) if r["article_id"] not in test]
         test_i = [i for i, r in enumerate(rows) if r["article_id"] in test]
         train = [rows[i] for i in train_i]
-        best = None
-        for c in C_GRID:
-            coef, b = fit(train, c)
-            for m in MIN_SHARE_GRID:
-                score = train_score(train, [predict(r, coef, b, m) for r in train])
-                if best is None or score > best[0]:
-                    best = (score, c, m, coef, b)
-        assert best is not None
+        best = select(train)
         _, c, m, coef, b = best
         for i in test_i:
             oof[i] = predict(rows[i], coef, b, m)
@@ -340,15 +347,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("\n".join(lines))
     print(report(rows, oof))
     if args.fit:
-        best = None
-        for c in C_GRID:
-            coef, b = fit(rows, c)
-            for m in MIN_SHARE_GRID:
-                score = train_score(rows, [predict(r, coef, b, m) for r in rows])
-                if best is None or score > best[0]:
-                    best = (score, c, m, coef, b)
-        assert best is not None
-        score, c, m, coef, b = best
+        score, c, m, coef, b = select(rows)
         print(f"\nfit on all ({score:+.3f} mean first metric): C {c:g}")
         print("WEIGHTS = (" + ", ".join(f"{w:.3f}" for w in coef) + ")")
         print(f"INTERCEPT = {b:.3f}\nMIN_SHARE = {m:g}")

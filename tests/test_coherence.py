@@ -177,3 +177,32 @@ def test_tracks_human_coherence_on_summeval_articles() -> None:
     rhos = [spearmanr(*zip(*pairs, strict=True)).statistic for pairs in by_article.values()]
     assert len(rhos) == 10
     assert sum(rhos) / len(rhos) > 0.3
+
+
+def test_opening_restarts_and_short_sentences_are_counted() -> None:
+    from shared.dimensions.coherence import (
+        OPENING_WEIGHT,
+        RESTART_WEIGHT,
+        SHORT_WEIGHT,
+        sentence_shape,
+    )
+
+    assert sentence_shape(("He left.", "He came back with the keys.", "Done.")) == (
+        True,
+        [2],
+        [1, 3],
+    )
+    assert sentence_shape(("Paul Merson wrote a long column about the match.",)) == (False, [], [])
+    text = (
+        "The council approved the plan on Monday evening. The council also raised local "
+        "taxes for next year. Taxes rose."
+    )
+    result = score_summary(SOURCE, text, judge=None, dimensions=["coherence"])
+    ev = result.dimension_evidence.coherence
+    assert (ev.opening, ev.restarts, ev.short_sentences) == (True, [2], [3])
+    base = len(ev.jumps) + REPEAT_WEIGHT * ev.repeated_bigram_count
+    base += FRAGMENT_WEIGHT * len(ev.fragments)
+    extra = OPENING_WEIGHT + RESTART_WEIGHT + SHORT_WEIGHT
+    assert ev.penalty == pytest.approx(base + extra)
+    assert ev.score == pytest.approx(0.5 ** (ev.penalty / HALF_LIFE))
+    assert "an opening without a referent, 1 restart(s), 1 short sentence(s)" in ev.reason

@@ -257,7 +257,7 @@ def test_long_source_is_indexed_without_spacy_and_found_at_the_end() -> None:
     # the sentence found its support at the end of the source, among 20,000 filler sentences
     (sentence,) = ev.sentences
     assert sentence.best_source is not None and "Petrovic" in sentence.best_source
-    assert ev.score is not None and ev.score > 0.8
+    assert ev.score is not None and ev.score > 0.7  # a fully supported sentence (max about 0.85)
 
 
 # -- through the public pipeline ------------------------------------------------------------
