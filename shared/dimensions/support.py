@@ -152,7 +152,9 @@ def split_sentences(text: str, max_words: int = MAX_WORDS) -> list[tuple[int, in
     start = 0
     bounds = [(m.start(), m.end()) for m in _SENTENCE_END.finditer(text)] + [(len(text), len(text))]
     for end, after in bounds:
-        if text[start:end].strip():
+        if text.count(" ", start, end) < max_words and text[start:end].strip():
+            spans.append((start, end))
+        elif text[start:end].strip():
             starts = [m.start() for m in _WORD.finditer(text, start, end)]
             for k in range(0, max(1, len(starts)), max_words):
                 a = starts[k] if k else start
@@ -195,18 +197,21 @@ class SourceSentences:
 
 
 def index_sentences(text: str) -> SourceSentences:
+    """The sentence index in one pass: each distinct word stemmed once, bigrams and postings
+    built with set and dict operations, so a million-word source costs seconds."""
     idx = SourceSentences(text=text, spans=split_sentences(text))
-    previous: str | None = None
-    for i, (a, b) in enumerate(idx.spans):
-        toks = words(text[a:b])
-        stems = frozenset(content_stems(toks))
-        idx.stems.append(stems)
-        for s in stems:
-            idx.postings.setdefault(s, []).append(i)
-        for w in toks:
-            if previous is not None:
-                idx.bigrams.add((previous, w))
-            previous = w
+    per_sentence = [words(text[a:b]) for a, b in idx.spans]
+    vocabulary = {w for toks in per_sentence for w in toks if w not in _STOP}
+    stems = {w: stem(w) for w in vocabulary}
+    everything = [w for toks in per_sentence for w in toks]
+    idx.bigrams = set(itertools.pairwise(everything))
+    postings: dict[str, list[int]] = {}
+    for i, toks in enumerate(per_sentence):
+        mine = frozenset(stems[w] for w in toks if w in stems)
+        idx.stems.append(mine)
+        for s in mine:
+            postings.setdefault(s, []).append(i)
+    idx.postings = postings
     return idx
 
 
