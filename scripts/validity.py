@@ -40,7 +40,10 @@ sys.path.insert(0, str(ROOT))
 from shared import OpenAIJudge, SummaryEvaluation, score_summaries  # noqa: E402
 from shared.dimensions.coherence import (  # noqa: E402
     FRAGMENT_WEIGHT,
+    OPENING_WEIGHT,
     REPEAT_WEIGHT,
+    RESTART_WEIGHT,
+    SHORT_WEIGHT,
 )
 from shared.dimensions.grounding import (  # noqa: E402
     NAME_LABELS,
@@ -53,7 +56,16 @@ from shared.dimensions.grounding import (  # noqa: E402
 HUMAN = ("coherence", "consistency", "fluency", "relevance")
 DETERMINISTIC = ["density", "non_redundancy", "coherence", "conciseness"]
 WEIGHT_GRID = (0.0, 0.25, 0.5, 1.0, 2.0)
-"""Candidate values of each coherence weight (repeat, fragment) in the cross-validation."""
+"""Candidate values of each coherence weight (repeat, fragment) in the cross-validation of the
+three-count penalty."""
+SIX_GRIDS = (
+    (0.25, 0.5, 1.0),
+    (0.25, 0.5, 1.0),
+    (0.0, 0.5, 1.0, 2.0),
+    (0.0, 0.5, 1.0),
+    (0.0, 0.5, 1.0),
+)
+"""Candidate (repeat, fragment, opening, restart, short) weights for the six-count penalty."""
 PRIOR_GRID = (0.0, 0.5, 1.0, 2.0, 4.0)
 """Candidate grounding priors (pseudo-items counted as supported) in the cross-validation."""
 NUMBER_WEIGHT_GRID = (0.5, 1.0, 2.0)
@@ -81,6 +93,9 @@ def deterministic_values(results: Sequence[SummaryEvaluation]) -> Values:
         out["  - jumps (NOCB count)"].append(_neg(len(coh.jumps), coh.penalty))
         out["  - repeated bigrams"].append(_neg(coh.repeated_bigram_count, coh.penalty))
         out["  - fragments"].append(_neg(len(coh.fragments), coh.penalty))
+        out["  - opening without a referent"].append(_neg(int(coh.opening), coh.penalty))
+        out["  - restarts"].append(_neg(len(coh.restarts), coh.penalty))
+        out["  - short sentences"].append(_neg(len(coh.short_sentences), coh.penalty))
         out["  - truncated (flag, unscored)"].append(
             None if coh.truncated is None else -float(coh.truncated)
         )
@@ -100,7 +115,7 @@ GroundingCounts = tuple[int, int, int, int]
 def grounding_counts(evidence: Sequence[GroundingEvidence]) -> list[GroundingCounts | None]:
     out: list[GroundingCounts | None] = []
     for ev in evidence:
-        if ev.score is None:
+        if ev.item_count == 0:  # version 1 had no value: nothing to check
             out.append(None)
             continue
         names = [i.label in NAME_LABELS for i in ev.supported]
@@ -126,12 +141,14 @@ def grounding_formula(
 
 
 def grounding_values(evidence: Sequence[GroundingEvidence]) -> Values:
-    """The shipped grounding score, its raw share, and its unsupported counts (negated)."""
+    """The shipped grounding score (version 2), version 1's items score, its raw share, and its
+    unsupported counts (negated)."""
     out: Values = defaultdict(list)
     for ev in evidence:
-        missing = ev.score is None
+        missing = ev.item_count == 0
         bad_names = sum(i.label in NAME_LABELS for i in ev.unsupported)
         out["grounding"].append(ev.score)
+        out["  - version 1 (names, numbers, dates)"].append(ev.items_score)
         out["  - share supported (no prior)"].append(ev.share)
         out["  - unsupported names"].append(None if missing else -float(bad_names))
         out["  - unsupported numbers/dates"].append(
@@ -257,23 +274,35 @@ def table(rows: Sequence[dict], values: Values) -> str:
     return "\n".join(lines)
 
 
-def coherence_counts(results: Sequence[SummaryEvaluation]) -> list[tuple[int, int, int] | None]:
-    """(jumps, repeated bigrams, fragments) per summary, None where coherence has none."""
-    out: list[tuple[int, int, int] | None] = []
+def coherence_counts(results: Sequence[SummaryEvaluation]) -> list[tuple[int, ...] | None]:
+    """(jumps, repeated bigrams, fragments, opening, restarts, short sentences) per summary,
+    None where coherence has none."""
+    out: list[tuple[int, ...] | None] = []
     for res in results:
         coh = res.dimension_evidence.coherence
         if coh is None or coh.penalty is None:
             out.append(None)
         else:
-            out.append((len(coh.jumps), coh.repeated_bigram_count, len(coh.fragments)))
+            out.append(
+                (
+                    len(coh.jumps),
+                    coh.repeated_bigram_count,
+                    len(coh.fragments),
+                    int(coh.opening),
+                    len(coh.restarts),
+                    len(coh.short_sentences),
+                )
+            )
     return out
 
 
-def penalties(
-    counts: Sequence[tuple[int, int, int] | None], repeat: float, fragment: float
-) -> list[float | None]:
-    """Negative penalty (ranks as the score does: ``0.5 ** (penalty / h)`` is monotone)."""
-    return [None if c is None else -(c[0] + repeat * c[1] + fragment * c[2]) for c in counts]
+def penalties(counts: Sequence[tuple[int, ...] | None], *weights: float) -> list[float | None]:
+    """Negative penalty (ranks as the score does: ``0.5 ** (penalty / h)`` is monotone); the
+    jump weight is 1, ``weights`` are those of the other counts in order."""
+    return [
+        None if c is None else -(c[0] + sum(w * x for w, x in zip(weights, c[1:], strict=False)))
+        for c in counts
+    ]
 
 
 def cross_validate(
@@ -285,13 +314,16 @@ def cross_validate(
 ) -> str:
     """Grouped k-fold CV of the two coherence weights (the jump weight is the unit)."""
     articles = sorted({r["article_id"] for r in rows})
-    grid = list(itertools.product(WEIGHT_GRID, WEIGHT_GRID))
+    six = any(c is not None and len(c) == 6 for c in counts)
+    grids = SIX_GRIDS if six else (WEIGHT_GRID, WEIGHT_GRID)
+    grid = list(itertools.product(*grids))
     cache = {w: penalties(counts, *w) for w in grid}
+    named = "repeat, fragment, opening, restart, short" if six else "repeat, fragment"
     lines = [
-        f"Coherence weights by {folds}-fold CV grouped by article (grid {WEIGHT_GRID} for the "
-        "repeat and fragment weights; jump weight 1):",
+        f"Coherence weights by {folds}-fold CV grouped by article (grids {grids} for the "
+        f"{named} weights; jump weight 1):",
         "",
-        "| seed | fold | test articles | chosen (repeat, fragment) | train rho | test rho |",
+        f"| seed | fold | test articles | chosen ({named}) | train rho | test rho |",
         "|---|---|---|---|---|---|",
     ]
     per_seed: list[float] = []
@@ -314,7 +346,8 @@ def cross_validate(
                 )
         per_seed.append(statistics.mean(tests))
         all_tests.extend(tests)
-    shipped = summary_level(rows, penalties(counts, REPEAT_WEIGHT, FRAGMENT_WEIGHT), "coherence")
+    weights = (REPEAT_WEIGHT, FRAGMENT_WEIGHT, OPENING_WEIGHT, RESTART_WEIGHT, SHORT_WEIGHT)
+    shipped = summary_level(rows, penalties(counts, *weights), "coherence")
     lines += [
         "",
         f"seed {seeds[0]}: test rho {statistics.mean(all_tests[:folds]):+.3f} "
@@ -322,7 +355,7 @@ def cross_validate(
         f"seeds {list(seeds)}: test rho {statistics.mean(all_tests):+.3f} "
         f"± {statistics.stdev(all_tests):.3f} over {len(all_tests)} folds; per-seed means "
         + ", ".join(f"{m:+.3f}" for m in per_seed),
-        f"shipped weights (repeat {REPEAT_WEIGHT}, fragment {FRAGMENT_WEIGHT}) on all of dev: "
+        f"shipped weights ({named}: {weights[: len(grids)]}) on all of dev: "
         f"rho {shipped[0]:+.3f} ({shipped[2]} articles)",
     ]
     return "\n".join(lines)

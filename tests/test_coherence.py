@@ -18,11 +18,12 @@ from shared import score_summaries, score_summary
 from shared.dimensions import DimensionSettings, analyse_summaries, build_evidence
 from shared.dimensions.coherence import FRAGMENT_WEIGHT, HALF_LIFE, REPEAT_WEIGHT
 from shared.dimensions.evidence import CoherenceEvidence
+from shared.dimensions.support import constants_id
 
 SOURCE = "The council met on Monday. It approved a new budget. A storm hit the coast."
 LINKED = (
-    "The council approved a new budget on Monday. The budget raises school funding by ten "
-    "percent. Teachers welcomed the funding."
+    "Council members approved a new budget on Monday. The budget raises school funding by ten "
+    "percent. Local teachers welcomed the extra funding."
 )
 JUMPY = (
     "The council approved a new budget on Monday. A storm hit the coast. "
@@ -30,7 +31,7 @@ JUMPY = (
 )
 REPEATED = " ".join(["The council approved a new budget on Monday."] * 2)
 FRAGMENT = "The council approved a new budget on Monday. In the 83rd minute for the home side."
-CUT = "The council approved a new budget on Monday. The budget raises school funding by"
+CUT = "Council members approved a new budget on Monday. The budget raises school funding by"
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "summeval" / "dev.jsonl"
 
 
@@ -43,8 +44,14 @@ def coherence(summary: str, formula: str = "entity_grid") -> CoherenceEvidence:
     return evidence
 
 
-def expected_score(jumps: int, repeats: int, fragments: int) -> float:
+def expected_score(jumps: int, repeats: int, fragments: int, ev: CoherenceEvidence) -> float:
+    """The score from the three first counts, plus the opening, restarts and short sentences
+    read off ``ev`` (tested on their own below)."""
+    from shared.dimensions.coherence import OPENING_WEIGHT, RESTART_WEIGHT, SHORT_WEIGHT
+
     penalty = jumps + REPEAT_WEIGHT * repeats + FRAGMENT_WEIGHT * fragments
+    penalty += OPENING_WEIGHT * ev.opening + RESTART_WEIGHT * len(ev.restarts)
+    penalty += SHORT_WEIGHT * len(ev.short_sentences)
     return 0.5 ** (penalty / HALF_LIFE)
 
 
@@ -61,19 +68,20 @@ def test_each_kind_of_problem_is_counted_and_lowers_the_score() -> None:
     jumpy = coherence(JUMPY)
     assert [(j.first, j.second) for j in jumpy.jumps] == [(1, 2), (2, 3)]
     assert all(j.similarity is not None and j.similarity < 0.5 for j in jumpy.jumps)
-    assert jumpy.score == pytest.approx(expected_score(2, 0, 0)) == pytest.approx(0.5)
+    assert jumpy.score == pytest.approx(expected_score(2, 0, 0, jumpy))
+    assert jumpy.opening and jumpy.score == pytest.approx(0.5 ** 1.5)  # two jumps, the opening
 
     repeated = coherence(REPEATED)
     assert repeated.jumps == []  # the same entities: continuity is not the problem here
     assert repeated.repeated_bigram_count == 7  # every bigram of the sentence, once more
     assert "council approved" in repeated.repeated_bigrams
     assert "a new" in repeated.repeated_bigrams  # one content word is enough
-    assert repeated.score == pytest.approx(expected_score(0, 7, 0))
+    assert repeated.score == pytest.approx(expected_score(0, 7, 0, repeated))
 
     fragment = coherence(FRAGMENT)
     assert fragment.fragments == [2]
     assert [(j.first, j.second) for j in fragment.jumps] == [(1, 2)]
-    assert fragment.score == pytest.approx(expected_score(1, 0, 1))
+    assert fragment.score == pytest.approx(expected_score(1, 0, 1, fragment))
 
     linked = coherence(LINKED).score
     assert linked is not None
@@ -106,14 +114,15 @@ def test_article_formula_is_selectable_and_always_in_the_evidence() -> None:
     assert one.score is None and one.reason == (
         "not computed: one sentence, so no sentence pair to compare"
     )
-    assert coherence("The council approved a new budget on Monday.").score == 1.0
+    assert coherence("Council members approved a new budget on Monday.").score == 1.0
 
 
 def test_formula_setting_is_validated_and_signed() -> None:
     with pytest.raises(ValueError, match="coherence_formula"):
         DimensionSettings(coherence_formula="cosine")
     part = DimensionSettings(coherence_formula="article").signature_part()
-    assert part.endswith("|coh:article|gnd:4/2")  # grounding's part follows, in report order
+    # grounding's part follows, in report order
+    assert part.endswith(f"|coh:article|gnd:v2/{constants_id()}")
     assert "|coh:entity_grid" in score_summary(SOURCE, LINKED, judge=None).signature
     off = score_summary(SOURCE, LINKED, judge=None, dimensions=["density"])
     assert "|coh:" not in off.signature
@@ -175,3 +184,32 @@ def test_tracks_human_coherence_on_summeval_articles() -> None:
     rhos = [spearmanr(*zip(*pairs, strict=True)).statistic for pairs in by_article.values()]
     assert len(rhos) == 10
     assert sum(rhos) / len(rhos) > 0.3
+
+
+def test_opening_restarts_and_short_sentences_are_counted() -> None:
+    from shared.dimensions.coherence import (
+        OPENING_WEIGHT,
+        RESTART_WEIGHT,
+        SHORT_WEIGHT,
+        sentence_shape,
+    )
+
+    assert sentence_shape(("He left.", "He came back with the keys.", "Done.")) == (
+        True,
+        [2],
+        [1, 3],
+    )
+    assert sentence_shape(("Paul Merson wrote a long column about the match.",)) == (False, [], [])
+    text = (
+        "The council approved the plan on Monday evening. The council also raised local "
+        "taxes for next year. Taxes rose."
+    )
+    result = score_summary(SOURCE, text, judge=None, dimensions=["coherence"])
+    ev = result.dimension_evidence.coherence
+    assert (ev.opening, ev.restarts, ev.short_sentences) == (True, [2], [3])
+    base = len(ev.jumps) + REPEAT_WEIGHT * ev.repeated_bigram_count
+    base += FRAGMENT_WEIGHT * len(ev.fragments)
+    extra = OPENING_WEIGHT + RESTART_WEIGHT + SHORT_WEIGHT
+    assert ev.penalty == pytest.approx(base + extra)
+    assert ev.score == pytest.approx(0.5 ** (ev.penalty / HALF_LIFE))
+    assert "an opening without a referent, 1 restart(s), 1 short sentence(s)" in ev.reason

@@ -646,23 +646,28 @@ def test_dimension_metric_succeeds_when_the_judge_fails_only_the_headline(
 
 def test_grounding_metric_runs_without_an_llm_in_evaluate() -> None:
     """No model, no OPENAI_API_KEY (conftest removes it): nothing is built or called."""
-    metric = SummaryGroundingMetric(0.8)
-    assert metric.model is None and metric.threshold == 0.8
     made_up = "The council approved 45 million dollars for tram lines in Oslo."
+    want_good = score_summary(SOURCE_B, SUMMARY_B, judge=None, dimensions=["grounding"])
+    want_bad = score_summary(SOURCE_B, made_up, judge=None, dimensions=["grounding"])
+    assert want_good.grounding > want_bad.grounding
+    threshold = round((want_good.grounding + want_bad.grounding) / 2, 4)
+    metric = SummaryGroundingMetric(threshold)
+    assert metric.model is None and metric.threshold == threshold
     result = evaluate(
         [case(SOURCE_B, SUMMARY_B), case(SOURCE_B, made_up)], metrics=[metric], display_config=QUIET
     )
     by_output = {k: v.metrics_data[0] for k, v in results_by_output(result).items()}
     good, bad = by_output[SUMMARY_B], by_output[made_up]
-    assert good.error is None and good.success and good.score == 1.0
-    assert good.reason.startswith("grounding 1.00: ") and "Unscored" not in good.reason
-    assert bad.error is None and not bad.success and bad.score < 0.8
+    assert good.error is None and good.success
+    assert good.score == pytest.approx(want_good.grounding)
+    assert good.reason.startswith(f"grounding {good.score:.2f}: ") and "Unscored" not in good.reason
+    assert bad.error is None and not bad.success and bad.score < threshold
     assert "'45 million dollars'" in bad.reason and "'Oslo'" in bad.reason
     expected = score_summary(SOURCE_B, made_up, judge=None, dimensions=["grounding"])
     assert bad.score == pytest.approx(expected.grounding)
     assert copy_metrics([metric])[0].model is None
     # with a model it is an ordinary sub-score metric (its breakdown has the judged scores)
-    judged = SummaryGroundingMetric(0.8, model=FakeDeepEvalModel())
+    judged = SummaryGroundingMetric(threshold, model=FakeDeepEvalModel())
     assert judged.measure(case(SOURCE_B, made_up), _show_indicator=False) == pytest.approx(
         expected.grounding
     )

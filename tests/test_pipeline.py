@@ -414,6 +414,6 @@ def test_coherence_formula_option_reaches_the_dimensions() -> None:
     default = score_summary(source, summary, judge=None)
     assert article.coherence == article.dimension_evidence.coherence.article_score
     assert default.dimension_evidence.coherence.article_score == article.coherence
-    assert "|coh:article|" in article.signature and "|coh:entity_grid|" in default.signature
+    assert "|coh:article|" in article.signature and "|coh:entity_grid/2|" in default.signature
     with pytest.raises(ValueError, match="coherence"):
         score_summary(source, summary, judge=None, coherence_formula="vibes")

@@ -260,3 +260,40 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     stats_rows = re.search(r'<table id="stats-table">(.*?)</table>', dom, re.S)
     assert stats_rows is not None
     assert stats_rows.group(1).count("<tr>") == len(score_keys()) + 1  # header + one per key
+
+
+def test_least_supported_sentence_is_highlighted_and_listed() -> None:
+    summary = "The dog bit the postman. The postman won <b>3</b> medals."
+    weakest = "The postman won <b>3</b> medals."
+    evidence = {
+        "dimension_evidence": {
+            "grounding": {
+                "score": 0.4,
+                "reason": "least supported: sentence 2",
+                "least_supported": 2,
+                "sentences": [
+                    {"index": 1, "sentence": "The dog bit the postman.", "support": 0.9},
+                    {
+                        "index": 2,
+                        "sentence": weakest,
+                        "support": 0.2,
+                        "failed": ["names/numbers not in the source: '3'"],
+                        "best_source": "The dog bit the postman on Monday.",
+                    },
+                ],
+                "unsupported": [
+                    {"text": "3", "label": "CARDINAL", "sentence": weakest, "supported": False}
+                ],
+            }
+        }
+    }
+    view = evidence_view(evidence)
+    assert view["least_supported"]["index"] == 2
+    html = str(highlight_unsupported(summary, view["unsupported_items"], weakest))
+    assert html == (
+        "The dog bit the postman. "
+        '<span class="least-supported" title="least supported sentence">The postman won '
+        '&lt;b&gt;<mark class="unsupported">3</mark>&lt;/b&gt; medals.</span>'
+    )
+    # no version 2 evidence: nothing to name
+    assert evidence_view(_grounding_evidence(("3", weakest)))["least_supported"] is None

@@ -9,6 +9,7 @@ scored. Dimensions are whatever keys the results carry, so new ones appear unask
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -119,6 +120,7 @@ def evidence_view(evidence: Mapping[str, Any]) -> dict[str, Any]:
         "vague": vague,
         "repeated": repeated,
         "unsupported_items": unsupported_items(evidence),
+        "least_supported": least_supported(evidence),
         "notes": notes,
     }
 
@@ -129,6 +131,23 @@ def unsupported_items(evidence: Mapping[str, Any]) -> list[dict[str, Any]]:
     grounding = dims.get("grounding") if isinstance(dims, Mapping) else None
     items = grounding.get("unsupported") if isinstance(grounding, Mapping) else None
     return [i for i in items or [] if isinstance(i, dict) and isinstance(i.get("text"), str)]
+
+
+def least_supported(evidence: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Grounding's least supported sentence (version 2 evidence), or None."""
+    dims = evidence.get("dimension_evidence")
+    grounding = dims.get("grounding") if isinstance(dims, Mapping) else None
+    if not isinstance(grounding, Mapping):
+        return None
+    number = grounding.get("least_supported")
+    for entry in grounding.get("sentences") or []:
+        if (
+            isinstance(entry, Mapping)
+            and entry.get("index") == number
+            and isinstance(entry.get("sentence"), str)
+        ):
+            return dict(entry)
+    return None
 
 
 def _item_spans(summary: str, items: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]:
@@ -153,18 +172,33 @@ def _item_spans(summary: str, items: Sequence[Mapping[str, Any]]) -> list[tuple[
     return merged
 
 
-def highlight_unsupported(summary: str, items: Sequence[Mapping[str, Any]]) -> Any:
-    """The summary as HTML with each unsupported item in ``<mark class="unsupported">``; every
-    piece of the user's text is escaped (the result is safe to insert as markup)."""
+def highlight_unsupported(
+    summary: str, items: Sequence[Mapping[str, Any]], weakest: str | None = None
+) -> Any:
+    """The summary as HTML with each unsupported item in ``<mark class="unsupported">`` and the
+    least supported sentence (``weakest``, when given and found) in ``<span
+    class="least-supported">``; every piece of the user's text is escaped (the result is safe
+    to insert as markup)."""
     from markupsafe import Markup, escape
 
+    marks = _item_spans(summary, items)
+    sentence = (weakest or "").strip()
+    start = summary.find(sentence) if sentence else -1
+    weak = (start, start + len(sentence)) if start >= 0 else None
+    cuts = {0, len(summary)} | {p for span in marks for p in span}
+    if weak:
+        cuts |= set(weak)
+    points = sorted(cuts)
     out: list[str] = []
-    end = 0
-    for a, b in _item_spans(summary, items):
-        out.append(str(escape(summary[end:a])))
-        out.append(f'<mark class="unsupported">{escape(summary[a:b])}</mark>')
-        end = b
-    out.append(str(escape(summary[end:])))
+    for a, b in itertools.pairwise(points):
+        piece = str(escape(summary[a:b]))
+        if any(x <= a and b <= y for x, y in marks):
+            piece = f'<mark class="unsupported">{piece}</mark>'
+        if weak and a == weak[0]:
+            out.append('<span class="least-supported" title="least supported sentence">')
+        out.append(piece)
+        if weak and b == weak[1]:
+            out.append("</span>")
     return Markup("".join(out))
 
 
@@ -303,7 +337,9 @@ def _worst_entry(row: Row, keys: Sequence[str], threshold: float | None = None) 
         "scores": [(k, row.get(k)) for k in keys if row.get(k) is not None],
         "evidence": view,
         "summary_html": highlight_unsupported(
-            str(row.get("summary") or ""), view["unsupported_items"]
+            str(row.get("summary") or ""),
+            view["unsupported_items"],
+            (view["least_supported"] or {}).get("sentence"),
         ),
     }
 

@@ -11,7 +11,18 @@ the other dimensions (no extra model, no judge):
   the degenerate repetition of neural summarisers that readers see as disorganised text;
 - **fragments**: sentences without any subject dependency (broken or run-together sentences).
 
-``penalty = jumps + REPEAT_WEIGHT * repeated bigrams + FRAGMENT_WEIGHT * fragments`` (in units of
+Three more, read off the sentences' words (added after the first three; docs/VALIDITY.md):
+
+- **an opening without a referent**: the first sentence starts with a pronoun or "the", so
+  the reader meets a reference before anything was introduced ("the 37-year-old 's images
+  include ...", "he said ...");
+- **restarts**: a sentence starting with the same word as the one before ("sanchez has ...
+  sanchez was ..."), the "heap of related information" SummEval's guidelines describe;
+- **short sentences**: fewer than ``SHORT_WORDS`` words, broken or cut-off sentences that still
+  have a subject.
+
+``penalty = jumps + REPEAT_WEIGHT * repeated bigrams + FRAGMENT_WEIGHT * fragments +
+OPENING_WEIGHT * opening + RESTART_WEIGHT * restarts + SHORT_WEIGHT * short sentences`` (in units of
 one jump) and ``score = 0.5 ** (penalty / HALF_LIFE)``: no problem scores 1, every two jumps (or
 four repeated bigrams) halve it. Counts, not rates: on SummEval a summary with more transitions
 has more chances to jump and humans rate it lower; rates tracked the ratings less well
@@ -26,6 +37,7 @@ It does not track human coherence on SummEval (Spearman about 0.00).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -34,6 +46,9 @@ from .evidence import CoherenceEvidence, EntityJump
 from .nlp import TextAnalysis
 
 FORMULAS = ("entity_grid", "article")
+VERSION_TAG = "/2"
+"""Appended to the default formula's name in the signature (``coh:entity_grid/2``): its penalty
+gained three counts (the article formula is unchanged)."""
 """Values of ``coherence_formula``; the first is the default."""
 
 REPEAT_WEIGHT = 0.5
@@ -41,9 +56,38 @@ REPEAT_WEIGHT = 0.5
 SummEval dev from a small grid; docs/VALIDITY.md)."""
 FRAGMENT_WEIGHT = 0.5
 """One sentence without a subject costs half a jump (chosen the same way; rare on SummEval)."""
+OPENING_WEIGHT = 1.0
+"""An opening without a referent costs a jump (chosen by the same CV, from 0, 0.5, 1, 2)."""
+RESTART_WEIGHT = 1.0
+"""A restart costs a jump (same CV, from 0, 0.5, 1)."""
+SHORT_WEIGHT = 0.5
+"""A short sentence costs half a jump (same CV, from 0, 0.5, 1)."""
+SHORT_WORDS = 5
+OPENING_WORDS = frozenset(
+    {"the", "he", "she", "it", "they", "this", "these", "those", "his", "her", "its", "their"}
+)
+"""First words that refer back to something: "the" and pronouns (English; other languages'
+summaries never match, so their opening costs nothing)."""
 HALF_LIFE = 2.0
 """The penalty that halves the score. Only spreads the score over [0, 1]; ranks do not move."""
 BIGRAM = 2
+_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
+
+
+def sentence_shape(sentences: tuple[str, ...]) -> tuple[bool, list[int], list[int]]:
+    """(opening without a referent?, 1-based restarts, 1-based short sentences)."""
+    firsts: list[str | None] = []
+    short: list[int] = []
+    for i, sentence in enumerate(sentences):
+        words = _WORD.findall(sentence.lower())
+        firsts.append(words[0] if words else None)
+        if len(words) < SHORT_WORDS:
+            short.append(i + 1)
+    opening = bool(firsts) and firsts[0] in OPENING_WORDS
+    restarts = [
+        i + 1 for i in range(1, len(firsts)) if firsts[i] is not None and firsts[i] == firsts[i - 1]
+    ]
+    return opening, restarts, short
 
 
 def repeated_bigrams(words: tuple[str, ...], stop: tuple[bool, ...]) -> tuple[int, list[str]]:
@@ -105,7 +149,15 @@ def score_coherence(
         if not text.grid[i] & text.grid[i + 1]:
             sim = None if unit is None else round(float(np.clip(unit[i] @ unit[i + 1], -1, 1)), 4)
             jumps.append(EntityJump(first=i + 1, second=i + 2, similarity=sim))
-    penalty = len(jumps) + REPEAT_WEIGHT * repeats + FRAGMENT_WEIGHT * len(fragments)
+    opening, restarts, short = sentence_shape(sentences)
+    penalty = (
+        len(jumps)
+        + REPEAT_WEIGHT * repeats
+        + FRAGMENT_WEIGHT * len(fragments)
+        + OPENING_WEIGHT * opening
+        + RESTART_WEIGHT * len(restarts)
+        + SHORT_WEIGHT * len(short)
+    )
     evidence = {
         "formula": formula,
         "sentence_count": n,
@@ -114,6 +166,9 @@ def score_coherence(
         "repeated_bigrams": grams[:20],
         "repeated_bigram_count": repeats,
         "fragments": fragments,
+        "opening": opening,
+        "restarts": restarts,
+        "short_sentences": short,
         "truncated": text.truncated,
         "article_score": article,
         "gap": gap,
@@ -126,8 +181,9 @@ def score_coherence(
     score = 0.5 ** (penalty / HALF_LIFE)
     reason = (
         f"{len(jumps)} jump(s) between {n - 1} adjacent sentence pair(s) with no shared entity, "
-        f"{repeats} repeated content bigram(s), {len(fragments)} sentence(s) without a subject: "
-        f"penalty {penalty:g}, score 0.5^(penalty/{HALF_LIFE:g})"
+        f"{repeats} repeated content bigram(s), {len(fragments)} sentence(s) without a subject, "
+        f"{'an' if opening else 'no'} opening without a referent, {len(restarts)} restart(s), "
+        f"{len(short)} short sentence(s): penalty {penalty:g}, score 0.5^(penalty/{HALF_LIFE:g})"
     )
     if article is None:
         reason += f"; article formula not computed: {article_reason}"

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..prompts import StyleReview
 from .coherence import FORMULAS, score_coherence
+from .coherence import VERSION_TAG as COHERENCE_VERSION
 from .conciseness import score_conciseness
 from .density import DEFAULT_TARGET, DEFAULT_TOLERANCE, score_density
 from .embedding import DEFAULT_EMBEDDING_MODEL, default_embedder, embedder_id, unit_rows
@@ -37,7 +38,7 @@ from .evidence import (
     NonRedundancyEvidence,
     SpecificityEvidence,
 )
-from .grounding import NUMBER_WEIGHT, PRIOR, SourceIndex, index_source, score_grounding
+from .grounding import PRIOR, SourceIndex, ground_summary, index_source
 from .nlp import (
     DEFAULT_SPACY_MODEL,
     MissingSpacyModelError,
@@ -50,6 +51,8 @@ from .nlp import (
 )
 from .redundancy import score_non_redundancy
 from .specificity import score_specificity
+from .support import VERSION as GROUNDING_VERSION
+from .support import constants_id as grounding_constants
 
 
 def normalise_dimensions(dimensions: Iterable[str] | None) -> tuple[str, ...]:
@@ -158,7 +161,7 @@ class DimensionSettings:
 
     def signature_part(self) -> str:
         """``|dens:<target>/<tol>|spacy:<pipeline>-<version>|emb:<model>|coh:<formula>``
-        ``|gnd:<prior>/<number weight>`` for what is used."""
+        ``|gnd:v<version>/<hash of its constants>`` for what is used."""
         parts = []
         if "density" in self.dimensions:
             parts.append(f"dens:{self.density_target:g}/{self.density_tolerance:g}")
@@ -167,9 +170,10 @@ class DimensionSettings:
         if self.needs_embeddings:
             parts.append(f"emb:{embedder_id(self.resolved_embedder())}")
         if "coherence" in self.dimensions:
-            parts.append(f"coh:{self.coherence_formula}")
+            tag = COHERENCE_VERSION if self.coherence_formula == "entity_grid" else ""
+            parts.append(f"coh:{self.coherence_formula}{tag}")
         if "grounding" in self.dimensions:
-            parts.append(f"gnd:{PRIOR:g}/{NUMBER_WEIGHT:g}")
+            parts.append(f"gnd:v{GROUNDING_VERSION}/{grounding_constants()}")
         return "".join(f"|{part}" for part in parts)
 
 
@@ -416,7 +420,7 @@ def build_evidence(
                 sentences, unit, text.words, text.stop, review, judge_problem
             )
     if "grounding" in wanted:
-        grounding = _grounding(source, text, problem, source_index)
+        grounding = _grounding(source, analysis, problem, source_index, settings)
         if text is not None and text.no_entities and not problem:
             grounding = grounding.model_copy(
                 update={"reason": f"{grounding.reason} (numbers only: {text.no_entities})"}
@@ -456,13 +460,32 @@ def _coherence_without_parse(
 
 
 def _grounding(
-    source: str, text: TextAnalysis | None, problem: str | None, index: SourceIndex | None
+    source: str,
+    analysis: SummaryAnalysis,
+    problem: str | None,
+    index: SourceIndex | None,
+    settings: DimensionSettings,
 ) -> GroundingEvidence:
-    """Grounding from the items of the summary's parse; odd text gives a reason, never raises."""
+    """Grounding version 2 from the summary's parse and sentence embeddings; odd text gives a
+    reason, never raises. The source's candidate sentences are embedded with the same embedder
+    (when the summary's language is embedded) and parsed with the English pipeline (English
+    summaries; other languages check relations by co-occurrence only)."""
+    text = analysis.text
     if text is None or problem:
         return GroundingEvidence(reason=f"not computed: {problem}", prior=PRIOR)
     try:
-        return score_grounding(text.items, index if index is not None else index_source(source))
+        unit = None if analysis.embed_error or analysis.embed_skipped else analysis.unit
+        embed = None if unit is None else settings.resolved_embedder().embed
+        nlp = load_pipeline(settings.english_model) if text.language == "en" else None
+        note = analysis.embed_error or analysis.embed_skipped
+        return ground_summary(
+            text,
+            unit,
+            index if index is not None else index_source(source),
+            embed=embed,
+            nlp=nlp,
+            note=f"similarity read lexically: {note}" if note else None,
+        )
     except Exception as exc:  # odd input must not take the other dimensions with it
         return GroundingEvidence(
             reason=f"not computed: grounding failed: {type(exc).__name__}: {exc}", prior=PRIOR

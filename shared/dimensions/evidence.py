@@ -24,7 +24,8 @@ DIMENSIONS: tuple[DimensionName, ...] = DIMENSION_NAMES  # type: ignore[assignme
 
 NEEDS_SPACY = frozenset({"density", "specificity", "non_redundancy", "coherence", "grounding"})
 """grounding reads its checkable items off the summary's parse; its source side needs no spaCy."""
-NEEDS_EMBEDDINGS = frozenset({"non_redundancy", "coherence"})
+NEEDS_EMBEDDINGS = frozenset({"non_redundancy", "coherence", "grounding"})
+"""grounding (version 2) compares each summary sentence's embedding with its source's."""
 NEEDS_JUDGE = frozenset(DIMENSIONS) & USES_JUDGE
 """non_redundancy has a judged and a deterministic part; without a judge only the latter runs."""
 
@@ -93,8 +94,9 @@ class CoherenceEvidence(DimensionResult):
     """Both coherence formulas' inputs, whichever one made ``score``.
 
     ``formula`` says which: ``"entity_grid"`` (default: ``0.5 ** (penalty / 2)`` with
-    ``penalty = jumps + (repeated bigrams + fragments) / 2``) or ``"article"`` (mean cosine of
-    sentences i and i+2). ``article_score`` is the article's value either way, for parity.
+    ``penalty = jumps + (repeated bigrams + fragments) / 2 + opening + restarts + short / 2``)
+    or ``"article"`` (mean cosine of sentences i and i+2). ``article_score`` is the article's
+    value either way, for parity.
     """
 
     formula: str = "entity_grid"
@@ -107,6 +109,16 @@ class CoherenceEvidence(DimensionResult):
     repeated_bigram_count: int = 0
     fragments: list[int] = Field(
         default_factory=list, description="1-based numbers of sentences without a subject."
+    )
+    opening: bool = Field(
+        default=False, description="The first sentence starts with a pronoun or 'the'."
+    )
+    restarts: list[int] = Field(
+        default_factory=list,
+        description="1-based numbers of sentences starting with the previous one's first word.",
+    )
+    short_sentences: list[int] = Field(
+        default_factory=list, description="1-based numbers of sentences of under 5 words."
     )
     truncated: bool | None = Field(
         default=None, description="The text ends without terminal punctuation (not scored)."
@@ -134,9 +146,37 @@ class GroundingItem(BaseModel):
     source_snippet: str | None = None
 
 
+class SentenceSupport(BaseModel):
+    """How well the source supports one summary sentence (grounding version 2)."""
+
+    index: int = Field(description="1-based sentence number.")
+    sentence: str
+    support: float = Field(ge=0.0, le=1.0, description="The sentence model's support, 0 to 1.")
+    best_source: str | None = Field(
+        default=None,
+        description="The source sentence that supports it best (None: none shares its words).",
+    )
+    failed: list[str] = Field(default_factory=list, description="The checks it failed.")
+    signals: dict[str, float] = Field(
+        default_factory=dict, description="The signals the support was computed from."
+    )
+
+
 class GroundingEvidence(DimensionResult):
-    """The grounding dimension's items: ``score`` is the smoothed, weighted share supported
-    (:mod:`shared.dimensions.grounding`); ``share`` the raw one."""
+    """The grounding dimension. Version 2 (the default): ``score`` combines the support of each
+    summary sentence (``sentences``; :mod:`shared.dimensions.support`), the least supported one
+    named by ``least_supported``. The names, numbers and dates checked (version 1's items) are
+    kept: ``items_score`` is version 1's smoothed, weighted share supported; ``share`` the raw
+    one."""
+
+    version: int = Field(default=1, description="1: items only; 2: per-sentence support.")
+    sentences: list[SentenceSupport] = Field(default_factory=list)
+    least_supported: int | None = Field(
+        default=None, description="1-based number of the least supported sentence."
+    )
+    items_score: float | None = Field(
+        default=None, description="Version 1's score (names, numbers, dates only)."
+    )
 
     item_count: int = 0
     supported_count: int = 0

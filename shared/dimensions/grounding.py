@@ -36,6 +36,7 @@ from typing import Any
 
 from .evidence import GroundingEvidence, GroundingItem
 from .nlp import DEFAULT_SPACY_MODEL, load_pipeline
+from .support import SentenceParse, SourceSentences, index_sentences, score_sentences
 
 PRIOR = 4.0
 """Pseudo-items counted as supported: the value most cross-validation folds chose on SummEval
@@ -342,6 +343,8 @@ class SourceIndex:
     values: dict[float, int] = field(default_factory=dict)
     months: dict[int, int] = field(default_factory=dict)
     weekdays: dict[int, int] = field(default_factory=dict)
+    sentences: SourceSentences | None = None
+    """The source's sentences for version 2's per-sentence support (:mod:`.support`)."""
 
     def where(self, offset: int) -> tuple[int, str]:
         """(part number, a snippet) for a char offset into the joined source."""
@@ -360,7 +363,7 @@ def index_source(source: str | Sequence[str]) -> SourceIndex:
         starts.append(pos)
         pos += len(p) + 2
     text = "\n\n".join(parts)
-    idx = SourceIndex(text=text, part_starts=starts or [0])
+    idx = SourceIndex(text=text, part_starts=starts or [0], sentences=index_sentences(text))
     toks = _tokens(text)
     lower = [t.lower() for t, _ in toks]
     chunk_id, in_chunk, chunk_words, chunk_start = 0, False, [], 0
@@ -636,27 +639,67 @@ class SourceIndexCache:
         return len(self._cache)
 
 
+def ground_summary(
+    text: Any,
+    unit: Any,
+    index: SourceIndex,
+    *,
+    embed: Any = None,
+    nlp: Any = None,
+    note: str | None = None,
+) -> GroundingEvidence:
+    """Version 2 for one analysed summary (a :class:`~.nlp.TextAnalysis`): version 1's items,
+    then the support of each sentence (:mod:`.support`). ``unit``: its sentences' unit
+    embeddings (None: similarity falls back to the lexical window share); ``embed``: the
+    embedder's ``embed`` for the source's candidate sentences; ``nlp``: the pipeline that parses
+    them (None: relations count co-occurrence only)."""
+    v1 = score_grounding(text.items, index)
+    items = v1.supported + v1.unsupported
+    sentences = text.relations
+    if len(sentences) != len(text.sentences):
+        sentences = tuple(SentenceParse(s) for s in text.sentences)
+    if index.sentences is None:
+        index.sentences = index_sentences(index.text)
+    return score_sentences(
+        sentences,
+        unit,
+        items,
+        index.sentences,
+        v1,
+        embed=embed,
+        nlp=nlp,
+        number_weight=NUMBER_WEIGHT,
+        name_labels=NAME_LABELS,
+        note=note,
+    )
+
+
 def grounding_scores(
     pairs: Sequence[tuple[str | Sequence[str], str]],
     *,
     spacy_model: str = DEFAULT_SPACY_MODEL,
     summary_docs: Sequence[Any] | None = None,
-    prior: float = PRIOR,
+    embedder: Any = None,
     batch_size: int = 64,
 ) -> list[GroundingEvidence]:
-    """Grounding of each (source, summary) pair: one ``nlp.pipe`` over the summaries (skipped when
-    the caller passes the ``summary_docs`` it already parsed), one index per distinct source.
+    """Grounding (version 2) of each (source, summary) pair: one ``nlp.pipe`` over the
+    summaries (skipped when the caller passes the ``summary_docs`` it already parsed), one
+    ``embed`` call over their sentences, one index per distinct source. ``embedder``: anything
+    with ``embed(texts)`` (default: the package's MiniLM).
 
     A summary that cannot be parsed (over ``max_length``, not a string) or a source that cannot
     be indexed gets a None score with the reason; the batch goes on.
     """
+    from .embedding import default_embedder, unit_rows
+    from .nlp import _analyse_doc
+
+    nlp = load_pipeline(spacy_model)
     docs: list[Any]
     if summary_docs is not None:
         if len(summary_docs) != len(pairs):
             raise ValueError("summary_docs must have one Doc per pair")
         docs = list(summary_docs)
     else:
-        nlp = load_pipeline(spacy_model)
         docs = [None] * len(pairs)
         todo = [
             i
@@ -667,21 +710,35 @@ def grounding_scores(
             todo, nlp.pipe((pairs[i][1] for i in todo), batch_size=batch_size), strict=True
         ):
             docs[i] = doc
+    texts = [None if doc is None else _analyse_doc(doc) for doc in docs]
+    embedder = embedder if embedder is not None else default_embedder()
+    flat = [s for t in texts if t is not None for s in t.sentences]
+    units: Any = None
+    if flat:
+        try:
+            units = unit_rows(embedder.embed(flat), len(flat))
+        except Exception:  # similarity then falls back to the lexical share
+            units = None
     cache = SourceIndexCache()
     out: list[GroundingEvidence] = []
-    for (source, summary), doc in zip(pairs, docs, strict=True):
-        if doc is None:
-            why = (
-                "the summary is empty"
-                if isinstance(summary, str) and not summary.strip()
-                else ("the summary could not be parsed")
-            )
-            out.append(GroundingEvidence(reason=f"not computed: {why}", prior=prior))
+    offset = 0
+    for (source, summary), text in zip(pairs, texts, strict=True):
+        if text is None or not text.sentences:
+            if text is not None:
+                why = "the summary has no sentence"
+            elif isinstance(summary, str) and not summary.strip():
+                why = "the summary is empty"
+            else:
+                why = "the summary could not be parsed"
+            out.append(GroundingEvidence(reason=f"not computed: {why}", prior=PRIOR))
             continue
+        n = len(text.sentences)
+        unit = None if units is None else units[offset : offset + n]
+        offset += n
         try:
-            out.append(score_grounding(summary_items(doc), cache.get(source), prior=prior))
+            out.append(ground_summary(text, unit, cache.get(source), embed=embedder.embed, nlp=nlp))
         except Exception as exc:  # odd input must not sink the batch
             out.append(
-                GroundingEvidence(reason=f"not computed: {type(exc).__name__}: {exc}", prior=prior)
+                GroundingEvidence(reason=f"not computed: {type(exc).__name__}: {exc}", prior=PRIOR)
             )
     return out

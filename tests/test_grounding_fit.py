@@ -1,0 +1,79 @@
+"""scripts/grounding_fit.py: reading QAGS-shaped files, the metrics, and a cross-validation that
+recovers a rule behind synthetic labels (no fetched data, no model)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "grounding_fit.py"
+
+
+@pytest.fixture(scope="module")
+def fit() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("grounding_fit_script", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_qags_rows_take_majority_labels(fit: ModuleType, tmp_path: Path) -> None:
+    def answers(*said: str) -> list[dict]:
+        return [{"worker_id": i, "response": r} for i, r in enumerate(said)]
+
+    row = {
+        "article": "The dog bit the postman.",
+        "summary_sentences": [
+            {"sentence": "The dog bit him. ", "responses": answers("yes", "no", "yes")},
+            {"sentence": "It was Monday.", "responses": answers("no", "no", "yes")},
+        ],
+    }
+    path = tmp_path / "mturk_x.jsonl"
+    path.write_text(json.dumps(row) + "\n\n")
+    (got,) = fit.load_qags(path, "QAGS XSum")
+    assert got["sentence_labels"] == [1, 0] and got["binary"] == 0 and got["graded"] == 0.5
+    assert got["summary"] == "The dog bit him. It was Monday."
+
+
+def test_metrics_and_baselines(fit: ModuleType) -> None:
+    assert fit.auc([1, 1, 0, 0], [0.9, 0.8, 0.1, 0.2]) == 1.0
+    assert fit.auc([1, 0], [0.1, 0.9]) == 0.0
+    assert fit.ngram_precision("a b c d", "a b x", 2) == 0.5
+    assert fit.ngram_precision("a b", "a", 2) is None
+
+
+def test_cross_validation_recovers_a_rule_behind_the_labels(fit: ModuleType) -> None:
+    """Sentence labels made from the similarity signal alone: out of fold, the summaries rank
+    perfectly, and every fold's weight on similarity is the largest."""
+    rng = random.Random(0)
+    rows = []
+    for k in range(60):
+        signals, labels = [], []
+        for _ in range(rng.randint(1, 3)):
+            sim = rng.random()
+            signals.append([0.0, 0.5, 0.5, sim, 0.5, 0.0])
+            labels.append(int(sim > 0.5))
+        rows.append(
+            {
+                "dataset": "QAGS XSum",
+                "article_id": f"a{k}",
+                "signals": signals,
+                "sentence_labels": labels,
+                "binary": int(all(labels)),
+                "graded": sum(labels) / len(labels),
+            }
+        )
+    oof, lines = fit.cross_validate(rows)
+    assert len(lines) == 5 and all(v is not None for v in oof)
+    assert fit.metric(rows, oof, "ROC AUC") > 0.95
+    for line in lines:
+        weights = [float(w) for w in line.split("weights ")[1].split(", intercept")[0].split(", ")]
+        assert max(range(6), key=lambda i: weights[i]) == 3, line
