@@ -48,7 +48,7 @@ from .results import (
     score_keys,
     spread_keys,
 )
-from .runner import plan_run, score_rows
+from .runner import plan_run, score_rows, stale_reason
 from .table import SHORT_NAMES, results_table
 
 EXIT_OK = 0
@@ -360,8 +360,7 @@ def score(
     if plan.stale and not force:
         raise _usage_error(
             f"{len(plan.stale)} finished row(s) of {output} were scored with other settings "
-            f"(signature {plan_signature_of(previous, plan.stale[0])!r}, this run "
-            f"{plan.signatures[plan.stale[0]]!r}); they are not resumed. Pass --force to score "
+            f"({stale_reason(previous, plan)}); they are not resumed. Pass --force to score "
             "them again and replace them, or write to a new file with -o."
         )
     if plan.stale:

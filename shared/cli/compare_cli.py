@@ -38,19 +38,14 @@ def _usage_error(message: str) -> typer.Exit:
     return typer.Exit(EXIT_USAGE)
 
 
-def _check_outputs(inputs: list[Path], outputs: list[Path | None]) -> None:
-    """Never write over an input file, nor write two outputs to one path."""
-    resolved_inputs = {p.resolve() for p in inputs}
-    seen: set[Path] = set()
-    for path in outputs:
-        if path is None:
-            continue
-        target = path.resolve()
-        if target in resolved_inputs:
-            raise _usage_error(f"{path} is an input file; choose another output path")
-        if target in seen:
-            raise _usage_error(f"{path} is given for two outputs")
-        seen.add(target)
+def _check_outputs(inputs: dict[str, Path], outputs: dict[str, Path | None]) -> None:
+    """Never write over an input file, nor write two outputs to one file (links included)."""
+    from .paths import PathProblem, check_distinct
+
+    try:
+        check_distinct(inputs, outputs)
+    except PathProblem as exc:
+        raise _usage_error(str(exc)) from None
 
 
 def _read_results_file(path: Path) -> list[dict[str, Any]]:
@@ -122,7 +117,10 @@ def compare_command(
 ) -> None:
     """Is B better than A? Paired by id: per sub-score, mean A, mean B, delta with a 95 % paired
     bootstrap interval, an approximate-randomization p-value, wins/ties/losses and a verdict."""
-    _check_outputs([results_a, results_b], [output, json_path])
+    _check_outputs(
+        {"A": results_a, "B": results_b},
+        {"HTML report": output, "JSON file": json_path},
+    )
     rows_a, rows_b = _read_results_file(results_a), _read_results_file(results_b)
     try:
         gates = [Gate.parse(text) for text in fail_if_worse or []]
@@ -434,7 +432,9 @@ def agree_command(
     """Do our scores agree with people? Spearman, Kendall and Pearson with bootstrap intervals
     (summary-level with --group-column, else pooled; system-level with --system-column), and
     accuracy and Cohen's kappa for binary or ordinal labels."""
-    _check_outputs([results, labels], [json_path])
+    _check_outputs(
+        {"RESULTS": results, "--labels": labels}, {"JSON file": json_path}
+    )
     result_rows = _read_results_file(results)
     if not labels.is_file():
         raise _usage_error(f"labels file not found: {labels}")

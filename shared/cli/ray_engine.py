@@ -25,7 +25,7 @@ from ..options import DEFAULTS, OPTION_NAMES, ScoreOptions
 from .inputs import Columns, InputError, InputRow, detect_format, read_rows, row_from_record
 from .paths import PathProblem, check_run_paths
 from .results import ResultsWriter, Row, columns, read_results, score_keys
-from .runner import plan_run
+from .runner import plan_run, stamp_settings
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 INPUT_SUFFIXES = (".jsonl", ".ndjson", ".csv", *PARQUET_SUFFIXES)
@@ -265,7 +265,7 @@ def run_ray(
                 options=options,
             )
             for record in scored.iter_rows():
-                row = json.loads(record["__row"])
+                row = stamp_settings(json.loads(record["__row"]), plan.settings)
                 writer.append(row)
                 done[row["id"]] = row
                 on_row(row)
