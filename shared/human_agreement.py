@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from . import stats
+from . import bounded_json, stats
 from .comparison import DEFAULT_RESAMPLES, DEFAULT_SEED, Results, load_rows
 
 STATISTICS = ("spearman", "kendall", "pearson")
@@ -126,7 +126,7 @@ def read_labels(path: str | Path) -> list[dict[str, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line)
+                    record = bounded_json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise ValueError(
                         f"{path.name} line {number} is not valid JSON: {exc.msg}"

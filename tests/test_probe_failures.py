@@ -4,6 +4,7 @@ needed, is the stub server on 127.0.0.1."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -138,3 +139,96 @@ def test_resume_against_another_server_under_the_same_model_name_is_refused(
         assert second != first
         code, text = run_cli("score", source, "--base-url", second, *common)
     assert code == 2 and "other settings" in flat(text)
+
+
+# --- 4-5: every reader bounds what it reads ---------------------------------------------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+HUGE = "1" * 5000
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"id": "x", "source": ' + DEEP + ', "summary": "A cat."}',
+        '{"id": ' + HUGE + ', "source": "The cat sat.", "summary": "A cat."}',
+        '{"id": "x", "source": "The cat sat.", "summary": "A cat.", "n": -' + HUGE + "}",
+    ],
+    ids=["deep", "huge-id", "huge-negative"],
+)
+def test_a_deep_or_huge_jsonl_line_is_one_bad_row(tmp_path: Path, line: str) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW, line])
+    out = tmp_path / "out.jsonl"
+    code, _ = run_cli("score", source, *nojudge(), "-o", out, "--no-report")
+    rows = read_results(out)
+    assert code == 1 and [r["status"] for r in rows] == ["ok", "bad_input"]
+    assert "nested" in rows[1]["error"] or "digits" in rows[1]["error"]
+
+
+def test_a_deep_csv_questions_cell_is_one_bad_row(tmp_path: Path) -> None:
+    source = tmp_path / "in.csv"
+    with source.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "source", "summary", "questions"])
+        writer.writerow(["a", ROW["source"], ROW["summary"], ""])
+        writer.writerow(["b", ROW["source"], ROW["summary"], DEEP])
+    out = tmp_path / "out.jsonl"
+    code, _ = run_cli("score", source, *nojudge(), "-o", out, "--no-report")
+    rows = read_results(out)
+    assert code == 1 and [r["status"] for r in rows] == ["ok", "bad_input"]
+    assert "nested" in rows[1]["error"]
+
+
+def _results_with_a_hostile_line(tmp_path: Path, name: str, line: str) -> Path:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW, {**ROW, "id": "r2"}])
+    out = tmp_path / name
+    assert run_cli("score", source, *nojudge(), "-o", out, "--no-report")[0] == 0
+    with out.open("a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+    return out
+
+
+HOSTILE_RESULT_LINES = {
+    "deep": '{"id": "z", "status": "ok", "evidence": ' + DEEP + "}",
+    "huge": '{"id": "z", "status": "ok", "position": ' + HUGE + "}",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE_RESULT_LINES))
+def test_report_compare_and_resume_survive_a_deep_or_huge_results_line(
+    tmp_path: Path, kind: str
+) -> None:
+    a = _results_with_a_hostile_line(tmp_path, "a.results.jsonl", HOSTILE_RESULT_LINES[kind])
+    b = _results_with_a_hostile_line(tmp_path, "b.results.jsonl", HOSTILE_RESULT_LINES[kind])
+    code, _ = run_cli("report", a, "-o", tmp_path / "r.html")
+    assert code == 0 and (tmp_path / "r.html").is_file()
+    code, text = run_cli("compare", a, b)
+    assert code == 0, text
+    code, _ = run_cli("score", tmp_path / "in.jsonl", *nojudge(), "-o", a, "--no-report")
+    assert code == 0 and [r["id"] for r in read_results(a)] == ["r1", "r2"]
+
+
+@pytest.mark.parametrize("value", [DEEP, HUGE], ids=["deep", "huge"])
+def test_agree_with_a_deep_or_huge_labels_line_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    res = tmp_path / "a.results.jsonl"
+    assert run_cli("score", source, *nojudge(), "-o", res, "--no-report")[0] == 0
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"id": "r1", "rating": ' + value + "}\n", encoding="utf-8")
+    code, text = run_cli("agree", res, "--labels", labels, "--map", "density=rating")
+    assert code == 2 and "line 1" in flat(text)
+
+
+def test_csv_results_with_a_huge_position_are_read(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    res = tmp_path / "a.results.csv"
+    assert run_cli("score", source, *nojudge(), "-o", res, "--no-report")[0] == 0
+    with res.open(newline="", encoding="utf-8") as handle:
+        records = list(csv.DictReader(handle))
+    records[0]["position"] = HUGE
+    with res.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(records[0]))
+        writer.writeheader()
+        writer.writerows(records)
+    code, _ = run_cli("report", res, "-o", tmp_path / "r.html")
+    assert code in (0, 2)

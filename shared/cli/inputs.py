@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import bounded_json
+
 InputFormat = Literal["jsonl", "csv"]
 
 _SUFFIXES: dict[str, InputFormat] = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
@@ -143,7 +145,7 @@ def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = bounded_json.loads(line)
             except json.JSONDecodeError as exc:
                 yield number, f"line {number} is not valid JSON: {exc.msg} (column {exc.colno})"
                 continue
@@ -248,7 +250,7 @@ def _parse_questions(value: Any) -> list[Any]:
         text = value.strip()
         if text.startswith("["):
             try:
-                value = json.loads(text)
+                value = bounded_json.loads(text)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"not a valid JSON list: {exc.msg}") from None
         else:

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .. import bounded_json
 from ..options import DEFAULTS, OPTION_NAMES, ScoreOptions
 from .inputs import Columns, InputError, InputRow, detect_format, read_rows, row_from_record
 from .paths import PathProblem, check_run_paths
@@ -145,7 +146,10 @@ def read_parquet_results(output: Path) -> list[Row]:
         except Exception:
             continue  # not ours, or cut short
         for row in records:
-            row["evidence"] = json.loads(row.get("evidence") or "{}")
+            try:
+                row["evidence"] = bounded_json.loads(row.get("evidence") or "{}")
+            except json.JSONDecodeError:
+                continue  # a hand-edited row: scored again
             rows.append(row)
     return rows
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from .. import SUB_SCORE_NAMES, SummaryEvaluation
+from .. import SUB_SCORE_NAMES, SummaryEvaluation, bounded_json
 from ..adapter_kit import JUDGE_ONLY, NO_JUDGE
 from .inputs import allow_large_csv_fields
 
@@ -202,7 +202,7 @@ def read_results(path: Path) -> list[Row]:
         with path.open(encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 try:
-                    row = json.loads(line)
+                    row = bounded_json.loads(line)
                 except json.JSONDecodeError:
                     continue  # a line cut short by a kill
                 if isinstance(row, dict) and row.get("status") in STATUSES and "id" in row:
@@ -230,15 +230,23 @@ def _from_csv(record: dict[str, Any]) -> Row | None:
         if key in fixed:
             row[key] = value if value != "" or key in ("id", "reason") else None
         elif key == "position":
-            row[key] = int(value) if value else 0
+            row[key] = _csv_position(value)
         elif key == "evidence":
             try:
-                row[key] = json.loads(value) if value else {}
+                row[key] = bounded_json.loads(value) if value else {}
             except json.JSONDecodeError:
                 return None
         else:
             row[key] = _csv_number(value)
     return row
+
+
+def _csv_position(value: str) -> int:
+    """The ``position`` cell; 0 when it is not a number of sane length (a hand-edited file)."""
+    text = value.strip()
+    if not text or len(text) > 18 or not text.lstrip("-").isdigit():
+        return 0
+    return int(text)
 
 
 def _csv_number(value: str | None) -> float | str | None:
