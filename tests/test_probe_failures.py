@@ -232,3 +232,57 @@ def test_csv_results_with_a_huge_position_are_read(tmp_path: Path) -> None:
         writer.writerows(records)
     code, _ = run_cli("report", res, "-o", tmp_path / "r.html")
     assert code in (0, 2)
+
+
+# --- 6: a corrupt judge cache ------------------------------------------------------------------
+
+
+def _score_with_cache(tmp_path: Path, cache: Path) -> tuple[int, str, list[dict[str, Any]]]:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    out = tmp_path / "out.jsonl"
+    with stub_server() as url:
+        code, text = run_cli(
+            "score", source, "--base-url", url, "--model", "stub", "--cache", cache,
+            "--no-report", "-o", out, "--dimensions", "",
+        )  # fmt: skip
+    return code, text, read_results(out) if out.exists() else []
+
+
+def test_a_cache_of_random_bytes_is_set_aside_and_a_fresh_one_used(tmp_path: Path) -> None:
+    cache = tmp_path / "cache.sqlite3"
+    garbage = bytes(range(256)) * 64
+    cache.write_bytes(garbage)
+    code, text, rows = _score_with_cache(tmp_path, cache)
+    assert code == 0 and rows[0]["status"] == "ok"
+    assert "cache" in flat(text) and "set aside" in flat(text)
+    (kept,) = tmp_path.glob("cache.sqlite3.corrupt*")
+    assert kept.read_bytes() == garbage  # nothing destroyed
+
+
+def test_a_truncated_cache_is_set_aside_and_a_fresh_one_used(tmp_path: Path) -> None:
+    from shared.judge import SQLiteStore
+
+    cache = tmp_path / "cache.sqlite3"
+    store = SQLiteStore(cache)
+    for i in range(400):
+        store.put(f"k{i}", "v" * 200)
+    store.close()
+    data = cache.read_bytes()
+    cache.write_bytes(data[: len(data) // 2])
+    code, text, rows = _score_with_cache(tmp_path, cache)
+    assert code == 0 and rows[0]["status"] == "ok", text
+
+
+def test_a_database_with_another_judge_cache_table_is_refused_untouched(tmp_path: Path) -> None:
+    import sqlite3
+
+    cache = tmp_path / "theirs.sqlite3"
+    conn = sqlite3.connect(cache)
+    conn.execute("CREATE TABLE judge_cache (key TEXT, payload BLOB)")
+    conn.execute("INSERT INTO judge_cache VALUES ('a', 'b')")
+    conn.commit()
+    conn.close()
+    before = cache.read_bytes()
+    code, text, _ = _score_with_cache(tmp_path, cache)
+    assert code == 2 and "not a summary-eval judge cache" in flat(text)
+    assert cache.read_bytes() == before

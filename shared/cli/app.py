@@ -8,9 +8,12 @@ summary line says how many), 2 usage error (bad option, unreadable input, judge 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -156,14 +159,36 @@ def build_judge(
     problem = ensure_reachable(where, inner.client.api_key, timeout)
     if problem:
         raise _usage_error(f"the judge is not reachable: {problem}")
-    judge = robust_judge(  # calls in flight are tracked for the progress line (a hung server)
-        InFlightJudge(inner),
-        retries=retries,
-        cache=cache if cache is not None else False,
-        concurrency=concurrency,
-    )
+    with _cache_problems():
+        judge = robust_judge(  # calls in flight are tracked for the progress line (a hung server)
+            InFlightJudge(inner),
+            retries=retries,
+            cache=cache if cache is not None else False,
+            concurrency=concurrency,
+        )
     cache_text = f"cache {cache}" if cache is not None else "no cache"
     return judge, f"{inner.model_id} at {where} ({cache_text})"
+
+
+@contextlib.contextmanager
+def _cache_problems() -> Iterator[None]:
+    """An unreadable judge cache is set aside with a warning said here; a database that is not
+    ours is a usage error (it is left untouched)."""
+    from ..judge import CacheUnusable, CacheWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CacheWarning)
+        try:
+            yield
+        except CacheUnusable as exc:
+            raise _usage_error(str(exc)) from None
+    for warning in caught:
+        if issubclass(warning.category, CacheWarning):
+            err.print(Text(f"warning: {warning.message}", style="yellow"))
+        else:
+            warnings.warn_explicit(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
 
 
 def _core(name: str, *flags: str, **kwargs: Any) -> Any:
