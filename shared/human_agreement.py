@@ -118,6 +118,16 @@ def read_labels(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"labels file not found: {path}")
+    try:
+        return _read_labels(path)
+    except UnicodeDecodeError as exc:
+        byte = exc.object[exc.start : exc.start + 1].hex()
+        raise ValueError(
+            f"{path} is not UTF-8 text (byte 0x{byte} cannot be decoded); save it as UTF-8"
+        ) from None
+
+
+def _read_labels(path: Path) -> list[dict[str, Any]]:
     suffix = path.suffix.lower()
     rows: list[dict[str, Any]] = []
     if suffix in (".jsonl", ".ndjson"):

@@ -286,3 +286,81 @@ def test_a_database_with_another_judge_cache_table_is_refused_untouched(tmp_path
     code, text, _ = _score_with_cache(tmp_path, cache)
     assert code == 2 and "not a summary-eval judge cache" in flat(text)
     assert cache.read_bytes() == before
+
+
+# --- 7: hand-edited results: NaN, Infinity, evidence as a string -------------------------------
+
+
+def _edit_results(path: Path, **changes: Any) -> None:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    rows[0].update(changes)
+    text = "\n".join(json.dumps(r) for r in rows) + "\n"  # json writes NaN / Infinity bare
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"density": float("nan")},
+        {"density": float("inf")},
+        {"density": float("-inf")},
+        {"evidence": "hand-written"},
+        {"evidence": ["a", "b"]},
+    ],
+    ids=["nan", "inf", "-inf", "evidence-str", "evidence-list"],
+)
+def test_report_and_resume_read_hand_edited_results(
+    tmp_path: Path, changes: dict[str, Any]
+) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW, {**ROW, "id": "r2", "summary": "Warm."}])
+    out = tmp_path / "out.results.jsonl"
+    assert run_cli("score", source, *nojudge(), "-o", out, "--no-report")[0] == 0
+    _edit_results(out, **changes)
+    code, text = run_cli("report", out, "-o", tmp_path / "r.html")
+    assert code == 0, text
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "NaN" not in html.split("<body", 1)[1].split("<script", 1)[0]
+    code, text = run_cli("score", source, *nojudge(), "-o", out, "--report", tmp_path / "s.html")
+    assert code == 0, text
+
+
+def test_read_results_gives_no_score_for_non_finite_numbers_and_a_mapping_evidence(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text(
+        '{"id": 7, "status": "ok", "score": NaN, "density": Infinity, "evidence": "x"}\n',
+        encoding="utf-8",
+    )
+    (row,) = read_results(path)
+    assert row["id"] == "7" and row["score"] is None and row["density"] is None
+    assert row["evidence"] == {}
+
+
+# --- 8: files that are not UTF-8 ---------------------------------------------------------------
+
+
+def test_compare_report_and_resume_on_a_non_utf8_csv_results_file_exit_2(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    a, b = tmp_path / "a.results.csv", tmp_path / "b.results.csv"
+    for path in (a, b):
+        assert run_cli("score", source, *nojudge(), "-o", path, "--no-report")[0] == 0
+    a.write_bytes(a.read_bytes().replace(b"A cat sat.", b"A caf\xe9 sat."))
+    before = a.read_bytes()
+    code, text = run_cli("compare", a, b)
+    assert code == 2 and "UTF-8" in flat(text)
+    code, text = run_cli("report", a)
+    assert code == 2 and "UTF-8" in flat(text)
+    code, text = run_cli("score", source, *nojudge(), "-o", a, "--no-report")
+    assert code == 2 and "UTF-8" in flat(text)
+    assert a.read_bytes() == before
+
+
+def test_agree_on_non_utf8_labels_exits_2(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    res = tmp_path / "a.results.jsonl"
+    assert run_cli("score", source, *nojudge(), "-o", res, "--no-report")[0] == 0
+    labels = tmp_path / "labels.csv"
+    labels.write_bytes(b"id,rating,note\nr1,3,caf\xe9\n")
+    code, text = run_cli("agree", res, "--labels", labels, "--map", "density=rating")
+    assert code == 2 and "UTF-8" in flat(text)

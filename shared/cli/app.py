@@ -377,7 +377,10 @@ def score(
         err.print(f"Judge: {judge_text}")
 
     keys = score_keys()
-    previous = read_results(output)
+    try:
+        previous = read_results(output)
+    except ValueError as exc:  # not UTF-8: never rewritten
+        raise _usage_error(str(exc)) from None
     try:
         plan = plan_run(rows, previous, judge=judge, options=options, retry_unscored=retry_unscored)
     except (TypeError, ValueError) as exc:
@@ -576,7 +579,10 @@ def report_command(
         detect_result_format(results)
     except ValueError as exc:
         raise _usage_error(str(exc)) from None
-    rows = read_results(results)
+    try:
+        rows = read_results(results)
+    except ValueError as exc:  # not UTF-8
+        raise _usage_error(str(exc)) from None
     if not rows:
         raise _usage_error(f"no result rows in {results}")
     keys = score_keys()

@@ -58,7 +58,10 @@ def _read_results_file(path: Path) -> list[dict[str, Any]]:
         detect_result_format(path)
     except ValueError as exc:
         raise _usage_error(str(exc)) from None
-    rows = read_results(path)
+    try:
+        rows = read_results(path)
+    except ValueError as exc:  # not UTF-8
+        raise _usage_error(str(exc)) from None
     if not rows:
         raise _usage_error(
             f"no result rows in {path}: expected a results file written by `summary-eval score`"
