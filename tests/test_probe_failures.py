@@ -364,3 +364,60 @@ def test_agree_on_non_utf8_labels_exits_2(tmp_path: Path) -> None:
     labels.write_bytes(b"id,rating,note\nr1,3,caf\xe9\n")
     code, text = run_cli("agree", res, "--labels", labels, "--map", "density=rating")
     assert code == 2 and "UTF-8" in flat(text)
+
+
+# --- 9: a summary of thousands of repeated sentences costs linear time --------------------------
+
+
+class CountingEmbedder:
+    """Embeds each text as a one-hot vector of its hash; counts the texts it was asked for."""
+
+    model_id = "counting-embedder"
+
+    def __init__(self) -> None:
+        self.texts = 0
+
+    def embed(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        self.texts += len(texts)
+        out = np.zeros((len(texts), 16))
+        for i, text in enumerate(texts):
+            out[i, sum(map(ord, text)) % 16] = 1.0
+        return out
+
+
+def test_repeated_sentences_are_embedded_once_and_listed_once(seed: tuple[str, str]) -> None:
+    from shared import score_summary
+
+    source = seed[0]
+    sentences = ["The app tracks fitness goals.", "It logs meals and water."]
+    summary = " ".join(sentences[i % 2] for i in range(400))
+    embedder = CountingEmbedder()
+    ev = score_summary(
+        source, summary, judge=None, embedder=embedder, dimensions=["non_redundancy"]
+    )
+    redundancy = ev.dimension_evidence.non_redundancy
+    assert embedder.texts == 2  # was 400: one embedding per sentence, repeats included
+    # one pair per repeated sentence (398), not every pair of repeats (about 40,000)
+    pairs = redundancy.near_duplicates
+    assert len(pairs) == 398
+    assert [(p.first, p.second) for p in pairs[:3]] == [(1, 3), (2, 4), (1, 5)]
+    assert redundancy.score == pytest.approx(1 - 398 / 400)
+
+
+def test_near_duplicates_name_the_earliest_similar_sentence() -> None:
+    import numpy as np
+
+    from shared.dimensions.redundancy import near_duplicates
+
+    a, b = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    close = np.array([0.95, np.sqrt(1 - 0.95**2)])
+    unit = np.stack([a, b, close, a, b])
+    pairs = near_duplicates(unit, texts=["A", "B", "A'", "A", "B"])
+    assert [(p.first, p.second, p.similarity) for p in pairs] == [
+        (1, 3, 0.95),
+        (1, 4, 1.0),
+        (2, 5, 1.0),
+    ]
+    assert [(p.first, p.second) for p in near_duplicates(unit)] == [(1, 3), (1, 4), (2, 5)]
