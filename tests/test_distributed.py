@@ -48,7 +48,6 @@ def local_ray():
 
 
 def _run(ds: Any, url: str, **kwargs: Any) -> dict[str, dict[str, Any]]:
-    kwargs.setdefault("actor_cpus", 0.5)
     kwargs.setdefault("actors", 2)
     kwargs.setdefault("concurrency", 8)
     out = score_dataset(
