@@ -421,3 +421,80 @@ def test_near_duplicates_name_the_earliest_similar_sentence() -> None:
         (2, 5, 1.0),
     ]
     assert [(p.first, p.second) for p in near_duplicates(unit)] == [(1, 3), (1, 4), (2, 5)]
+
+
+# --- 14: Ray's actors never hold every CPU ------------------------------------------------------
+
+
+def test_default_actor_cpus_leave_a_cpu_for_the_tasks_that_feed_the_actors() -> None:
+    from shared.distributed import actor_cpus_for
+
+    assert actor_cpus_for(2, 2) == 0.5  # the 2-CPU machine that hung with 1.0 each
+    assert actor_cpus_for(16, 2) == 1.0
+    assert actor_cpus_for(1, 2) == 0.25
+    for cpus, actors in [(2, 1), (2, 2), (3, 4), (8, 8), (1, 1)]:
+        assert actor_cpus_for(cpus, actors) * actors < cpus
+    with pytest.raises(ValueError, match="wait forever"):
+        actor_cpus_for(2, 2, 1.0)
+    with pytest.raises(ValueError, match="positive"):
+        actor_cpus_for(2, 2, float("nan"))
+    assert actor_cpus_for(4, 2, 1.0) == 1.0
+
+
+# --- 10: user and server text printed literally ------------------------------------------------
+
+HOSTILE_IDS = ["[link=http://evil]click[/link]", "[bold red]X[/]", "t\x1b]0;pwned\x07\x1b[2Jz"]
+
+
+def test_ids_print_literally_without_control_sequences(tmp_path: Path) -> None:
+    rows = [{**ROW, "id": row_id} for row_id in HOSTILE_IDS]
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(
+        app,
+        ["score", str(source), *map(str, nojudge()), "-o", str(out), "--no-report"],
+        catch_exceptions=False,
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0
+    text = result.output
+    assert "\x1b" not in text and "\x07" not in text
+    assert "[link=http://evil]click[/link]" in text and "[bold red]X[/]" in text
+    assert "t\\x1b]0;pwned\\x07\\x1b[2Jz" in text
+
+
+def test_paths_and_the_missing_extra_print_literally(tmp_path: Path) -> None:
+    code, text = run_cli("score", tmp_path / "[red]x[/red].jsonl")
+    assert code == 2 and "[red]x[/red].jsonl" in text
+    code, text = run_cli("score", tmp_path / "a\x1b[2Jb.jsonl")
+    assert code == 2 and "\x1b" not in text and "a\\x1b[2Jb.jsonl" in text
+
+
+def test_the_missing_ray_extra_message_keeps_its_brackets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    code, text = run_cli("score", source, "--engine", "ray", "--no-judge")
+    assert code == 2 and 'pip install "summary-eval[ray]"' in text
+
+
+def test_a_model_name_with_markup_prints_literally(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    with stub_server() as url:
+        code, text = run_cli(
+            "score", source, "--base-url", url, "--model", "[bold]m[/bold]\x1b[2J", "--no-cache",
+            "--no-report", "-o", tmp_path / "o.jsonl", "--dimensions", "",
+        )  # fmt: skip
+    assert code == 0 and "[bold]m[/bold]\\x1b[2J" in text and "\x1b" not in text
+
+
+def test_compare_names_and_paths_print_literally(tmp_path: Path) -> None:
+    rows = [{"id": str(i), "status": "ok", "[red]odd[/red]": 0.1 * i} for i in range(5)]
+    a = write_jsonl(tmp_path / "a.results.jsonl", rows)
+    b = write_jsonl(tmp_path / "b.results.jsonl", rows)
+    code, text = run_cli("compare", a, b, "--json", tmp_path / "[b]j[/b].json")
+    assert code == 0, text
+    assert "[red]odd[/red]" in text and "[b]j[/b].json" in text

@@ -53,6 +53,7 @@ from .results import (
 )
 from .runner import plan_run, score_rows, stale_reason
 from .table import SHORT_NAMES, results_table
+from .terminal import literal, plain
 
 EXIT_OK = 0
 EXIT_ROWS_FAILED = 1
@@ -126,7 +127,7 @@ def default_report(output: Path) -> Path:
 
 
 def _usage_error(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}")
+    err.print(Text.assemble(("error:", "bold red"), " ", plain(message)))
     return typer.Exit(EXIT_USAGE)
 
 
@@ -184,7 +185,7 @@ def _cache_problems() -> Iterator[None]:
             raise _usage_error(str(exc)) from None
     for warning in caught:
         if issubclass(warning.category, CacheWarning):
-            err.print(Text(f"warning: {warning.message}", style="yellow"))
+            err.print(Text(f"warning: {plain(warning.message)}", style="yellow"))
         else:
             warnings.warn_explicit(
                 warning.message, warning.category, warning.filename, warning.lineno
@@ -374,7 +375,7 @@ def score(
             f"are skipped. {ENABLE_HINT}"
         )
     else:
-        err.print(f"Judge: {judge_text}")
+        err.print(f"Judge: {literal(judge_text)}")
 
     keys = score_keys()
     try:
@@ -395,7 +396,7 @@ def score(
         err.print(f"--force: scoring {len(plan.stale)} row(s) again under the new settings.")
     if plan.kept:
         err.print(
-            f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {output}; "
+            f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {literal(output)}; "
             f"scoring {len(plan.todo)}."
         )
     if plan.todo:  # said before the bar, which would otherwise sit at 0/N while they load
@@ -442,7 +443,7 @@ def score(
         writer.close()
         done = len(read_results(output))
         err.print(
-            f"\n[bold yellow]Interrupted.[/] {done} finished rows are saved in {output}; "
+            f"\n[bold yellow]Interrupted.[/] {done} finished rows are saved in {literal(output)}; "
             "run the same command again to resume (answers already paid for are cached)."
         )
         raise typer.Exit(EXIT_INTERRUPTED) from None
@@ -521,9 +522,9 @@ def _finish(rows: list[Row], output: Path, report_path: Path | None, skipped: li
     bad = sum(r.get("status") == STATUS_BAD_INPUT for r in rows)
     if skipped:  # how to enable them was said once, at the start
         err.print(f"[yellow]Skipped (no judge):[/] {', '.join(skipped)}.")
-    err.print(f"Results: {output}")
+    err.print(f"Results: {literal(output)}")
     if report_path is not None:
-        err.print(f"Report:  {report_path}")
+        err.print(f"Report:  {literal(report_path)}")
     line = f"{ok} of {len(rows)} rows scored, {unscored} unscored, {bad} bad input."
     if unscored or bad:
         err.print(f"[bold red]{line}[/] The error column of the results says why.")
@@ -593,7 +594,7 @@ def report_command(
     path = output or default_report(results)
     info = ReportInfo(results_path=str(results), judge=", ".join(judges) or "unknown")
     write_report(path, rows, keys, info, worst=worst)
-    err.print(f"Report: {path}")
+    err.print(f"Report: {literal(path)}")
 
 
 def plan_signature_of(previous: list[Row], row_id: str) -> str:

@@ -20,10 +20,12 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from .. import Agreement, Comparison, UnpairedError, agreement, compare
 from ..comparison import DEFAULT_RESAMPLES, DEFAULT_SEED, DEFAULT_TRIALS, Gate, format_p
 from ..human_agreement import parse_mapping
+from .terminal import literal, plain
 
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
@@ -34,7 +36,7 @@ out = Console(highlight=False)
 
 
 def _usage_error(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}")
+    err.print(Text.assemble(("error:", "bold red"), " ", plain(message)))
     return typer.Exit(EXIT_USAGE)
 
 
@@ -164,20 +166,20 @@ def compare_command(
     if json_path is not None:
         payload = {"a": str(results_a), "b": str(results_b), **result.to_dict(rows=True)}
         _write_json(json_path, payload)
-        err.print(f"JSON:   {json_path}")
+        err.print(f"JSON:   {literal(json_path)}")
     if output is not None:
         info = CompareInfo(str(results_a), str(results_b), command=command)
         write_compare_report(output, result, info, worst=worst)
-        err.print(f"Report: {output}")
+        err.print(f"Report: {literal(output)}")
 
     failed = False
     for gate in gates:
         passed, why = gate.check(result)
         if passed:
-            err.print(f"[green]gate passed[/] {why}")
+            err.print(f"[green]gate passed[/] {literal(why)}")
         else:
             failed = True
-            err.print(f"[bold red]gate failed[/] {why}")
+            err.print(f"[bold red]gate failed[/] {literal(why)}")
     raise typer.Exit(EXIT_GATE_FAILED if failed else EXIT_OK)
 
 
@@ -194,7 +196,7 @@ def _print_comparison(result: Comparison) -> None:
         style = "green" if (s.low or 0) > 0 else ("red" if (s.high or 0) < 0 else "")
         delta = _num(s.delta, True)
         table.add_row(
-            s.name,
+            Text(plain(s.name)),
             str(s.n),
             _num(s.mean_a),
             _num(s.mean_b),
@@ -211,15 +213,15 @@ def _print_comparison(result: Comparison) -> None:
     )
     empty = [s.name for s in result.sub_scores if not s.n]
     if empty:
-        out.print(f"Not compared (no row scored on both sides): {', '.join(empty)}.")
+        out.print(f"Not compared (no row scored on both sides): {literal(', '.join(empty))}.")
     for s in result.sub_scores:
         if s.n and (s.unscored_a or s.unscored_b or s.unscored_both):
             out.print(
-                f"{s.name}: left out {s.unscored_a} rows empty in A only, {s.unscored_b} in B "
+                f"{literal(s.name)}: left out {s.unscored_a} rows empty in A only, {s.unscored_b} in B "
                 f"only, {s.unscored_both} in both."
             )
     for line in result.verdicts():
-        out.print(line)
+        out.print(Text(plain(line)))
 
 
 @dataclass
@@ -464,7 +466,7 @@ def agree_command(
     _print_agreement(found)
     if json_path is not None:
         _write_json(json_path, {"results": str(results), "labels": str(labels), **found.to_dict()})
-        err.print(f"JSON: {json_path}")
+        err.print(f"JSON: {literal(json_path)}")
     raise typer.Exit(EXIT_OK)
 
 
@@ -484,7 +486,7 @@ def _print_agreement(found: Agreement) -> None:
             for i, name in enumerate(("spearman", "kendall", "pearson")):
                 est = getattr(lvl, name)
                 table.add_row(
-                    f"{pair.metric}={pair.label}" if i == 0 else "",
+                    Text(plain(f"{pair.metric}={pair.label}")) if i == 0 else "",
                     lvl.level if i == 0 else "",
                     units if i == 0 else "",
                     name,
@@ -507,7 +509,7 @@ def _print_agreement(found: Agreement) -> None:
                 + (f" (score >= {found.threshold:g} is positive)" if pair.kind == "binary" else "")
             )
         if extra:
-            out.print(f"{pair.metric}={pair.label} (n={pair.n}): " + "; ".join(extra))
+            out.print(Text(plain(f"{pair.metric}={pair.label} (n={pair.n}): " + "; ".join(extra))))
     out.print(
         f"{found.joined} rows joined by id; {len(found.results_only)} only in the results, "
         f"{len(found.labels_only)} only in the labels. {int(found.level * 100)} % bootstrap "

@@ -27,6 +27,7 @@ from .inputs import Columns, InputError, InputRow, detect_format, read_rows, row
 from .paths import PathProblem, check_run_paths
 from .results import ResultsWriter, Row, columns, read_results, score_keys
 from .runner import plan_run, stamp_settings
+from .terminal import literal
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 INPUT_SUFFIXES = (".jsonl", ".ndjson", ".csv", *PARQUET_SUFFIXES)
@@ -264,7 +265,7 @@ def run_ray(
                 retries=retries,
                 groups=None,
                 rows_per_group=512,
-                actor_cpus=1.0 if ray_address else 0.5,
+                actor_cpus=None,  # sized from the cluster: never every CPU (a hang)
                 checked=True,
                 options=options,
             )
@@ -394,7 +395,9 @@ def score_on_ray(
         config = OpenAIJudgeConfig(
             inner.model, base_url=str(inner.client.base_url), settings={"timeout": timeout}
         )
-        cli.err.print(f"Judge: {judge_text}; cache {cache_path or 'off'}; Ray, {actors} actors")
+        cli.err.print(
+            f"Judge: {literal(judge_text)}; cache {literal(cache_path or 'off')}; Ray, {actors} actors"
+        )
     else:
         cli.err.print(f"[bold yellow]No judge[/] ({judge_text}). {cli.ENABLE_HINT}")
 
@@ -410,7 +413,7 @@ def score_on_ray(
             )
         if plan.kept:
             cli.err.print(
-                f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {output}; "
+                f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {literal(output)}; "
                 f"scoring {len(plan.todo)}."
             )
         failed["total"] = len(plan.todo)
@@ -439,7 +442,7 @@ def score_on_ray(
         )
     except KeyboardInterrupt:
         cli.err.print(
-            f"\n[bold yellow]Interrupted.[/] Finished rows are saved in {output}; "
+            f"\n[bold yellow]Interrupted.[/] Finished rows are saved in {literal(output)}; "
             "run the same command again to resume."
         )
         raise typer.Exit(cli.EXIT_INTERRUPTED) from None
