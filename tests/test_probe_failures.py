@@ -498,3 +498,23 @@ def test_compare_names_and_paths_print_literally(tmp_path: Path) -> None:
     code, text = run_cli("compare", a, b, "--json", tmp_path / "[b]j[/b].json")
     assert code == 0, text
     assert "[red]odd[/red]" in text and "[b]j[/b].json" in text
+
+
+# --- 11: a model name cannot forge signature fields --------------------------------------------
+
+
+def test_a_bar_in_the_model_name_cannot_forge_signature_fields() -> None:
+    from shared import ScoreOptions, signature
+    from shared.testing import FakeJudge
+
+    class Embedder(CountingEmbedder):
+        model_id = "e|coh:article"
+
+    sig = signature(FakeJudge(model_id="m|beta:9|n:99"), ScoreOptions.from_kwargs({"embedder": Embedder()}))
+    fields = sig.split("|")
+    assert fields[0] == "judge:m%7Cbeta:9%7Cn:99" and fields[1] == "n:10"
+    assert [f for f in fields if f.startswith("beta:")] == ["beta:1"]
+    assert "emb:e%7Ccoh:article" in fields
+    assert len([f for f in fields if f.startswith("coh:")]) == 1
+    plain_sig = signature(FakeJudge(), ScoreOptions.from_kwargs({}))
+    assert plain_sig.startswith(f"judge:{FakeJudge().model_id}|n:10|")  # others unchanged
