@@ -510,7 +510,9 @@ def test_a_bar_in_the_model_name_cannot_forge_signature_fields() -> None:
     class Embedder(CountingEmbedder):
         model_id = "e|coh:article"
 
-    sig = signature(FakeJudge(model_id="m|beta:9|n:99"), ScoreOptions.from_kwargs({"embedder": Embedder()}))
+    sig = signature(
+        FakeJudge(model_id="m|beta:9|n:99"), ScoreOptions.from_kwargs({"embedder": Embedder()})
+    )
     fields = sig.split("|")
     assert fields[0] == "judge:m%7Cbeta:9%7Cn:99" and fields[1] == "n:10"
     assert [f for f in fields if f.startswith("beta:")] == ["beta:1"]
@@ -518,3 +520,72 @@ def test_a_bar_in_the_model_name_cannot_forge_signature_fields() -> None:
     assert len([f for f in fields if f.startswith("coh:")]) == 1
     plain_sig = signature(FakeJudge(), ScoreOptions.from_kwargs({}))
     assert plain_sig.startswith(f"judge:{FakeJudge().model_id}|n:10|")  # others unchanged
+
+
+# --- 12: bounds on numbers, names and headers --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--n", str(10**9)],
+        ["--flip-threshold", "nan"],
+        ["--flip-threshold", "7"],
+        ["--timeout", "inf"],
+        ["--timeout", "nan"],
+        ["--threshold", "nan"],
+    ],
+)
+def test_out_of_range_numbers_are_usage_errors(tmp_path: Path, args: list[str]) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    out = tmp_path / "out.jsonl"
+    code, _ = run_cli("score", source, *nojudge(), "-o", out, "--no-report", *args)
+    assert code == 2 and not out.exists()
+
+
+def test_n_has_an_upper_bound_in_the_core(seed: tuple[str, str]) -> None:
+    from shared import score_summary
+    from shared.testing import FakeJudge
+
+    with pytest.raises(ValueError, match="from 1 to 100"):
+        score_summary(*seed, judge=FakeJudge(), cache=False, n=10**9)
+
+
+def test_compare_and_agree_bound_the_resamples(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    res = tmp_path / "a.results.jsonl"
+    assert run_cli("score", source, *nojudge(), "-o", res, "--no-report")[0] == 0
+    assert run_cli("compare", res, res, "--resamples", "1000000000")[0] == 2
+    assert run_cli("compare", res, res, "--trials", "1000000000")[0] == 2
+    labels = write_jsonl(tmp_path / "labels.jsonl", [{"id": "r1", "rating": 3}])
+    code, _ = run_cli(
+        "agree", res, "--labels", labels, "--map", "density=rating", "--resamples", "1000000000"
+    )
+    assert code == 2
+    from shared import compare
+
+    with pytest.raises(ValueError, match="100,000"):
+        compare(res, res, resamples=10**9)
+
+
+def test_agree_rejects_an_unknown_metric_name(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    res = tmp_path / "a.results.jsonl"
+    assert run_cli("score", source, *nojudge(), "-o", res, "--no-report")[0] == 0
+    labels = write_jsonl(tmp_path / "labels.jsonl", [{"id": "r1", "rating": 3}])
+    code, text = run_cli("agree", res, "--labels", labels, "--map", "madeup=rating")
+    assert code == 2 and "no sub-score 'madeup'" in flat(text) and "density" in flat(text)
+
+
+def test_a_repeated_csv_header_is_refused(tmp_path: Path) -> None:
+    source = tmp_path / "in.csv"
+    source.write_text("id,source,summary,summary\na,The cat sat.,A cat.,B cat.\n")
+    code, text = run_cli("score", source, *nojudge(), "-o", tmp_path / "o.jsonl", "--no-report")
+    assert code == 2 and "'summary'" in flat(text) and "repeats" in flat(text)
+    res = tmp_path / "a.results.jsonl"
+    good = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    assert run_cli("score", good, *nojudge(), "-o", res, "--no-report")[0] == 0
+    labels = tmp_path / "labels.csv"
+    labels.write_text("id,rating,rating\nr1,3,4\n")
+    code, text = run_cli("agree", res, "--labels", labels, "--map", "density=rating")
+    assert code == 2 and "repeats" in flat(text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import shlex
 import sys
@@ -192,6 +193,17 @@ def _cache_problems() -> Iterator[None]:
             )
 
 
+MAX_TIMEOUT = 86_400.0
+"""Longest --timeout, in seconds (a day): ``inf`` would let one hung call hold the run forever."""
+
+
+def _finite(value: float | None) -> float | None:
+    """Refuse NaN (and infinities): click's ranges let NaN through, every comparison being false."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number, got {value}")
+    return value
+
+
 def _core(name: str, *flags: str, **kwargs: Any) -> Any:
     """The flag of core option ``name``, with the help declared in :mod:`shared.options`."""
     return typer.Option(*flags, help=option_help(name), **kwargs)
@@ -259,12 +271,22 @@ def score(
     context_budget: Annotated[int, _core("context_budget")] = DEFAULTS.context_budget,
     timeout: Annotated[
         float,
-        typer.Option(min=1, help="Seconds one judge call may take before it counts as failed."),
+        typer.Option(
+            min=1,
+            max=MAX_TIMEOUT,
+            callback=_finite,
+            help="Seconds one judge call may take before it counts as failed.",
+        ),
     ] = 120.0,
     samples: Annotated[int, _core("samples", min=1)] = DEFAULTS.samples,
     flip_threshold: Annotated[
         float,
-        typer.Option(help="With --samples k > 1: pass mark for the share of rows that flip."),
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            callback=_finite,
+            help="With --samples k > 1: pass mark for the share of rows that flip.",
+        ),
     ] = 0.5,
     cache: Annotated[
         Path | None,
@@ -281,6 +303,7 @@ def score(
         typer.Option(
             min=0.0,
             max=1.0,
+            callback=_finite,
             help="Pass mark: the table and the report mark each row pass or FAIL (on the score; "
             "without a judge, on the mean of the dimensions that track quality).",
         ),

@@ -59,7 +59,10 @@ def check_judge_command(
     for line in result.lines:
         style = STYLE[line.status]
         table.add_row(
-            line.name, f"[{style}]{line.status}[/]", Text(plain(line.detail)), Text(plain(line.advice))
+            line.name,
+            f"[{style}]{line.status}[/]",
+            Text(plain(line.detail)),
+            Text(plain(line.advice)),
         )
     out.print(table)
     verdict = {0: "usable", 1: "usable, with caveats", 2: "not usable"}[result.exit_code]

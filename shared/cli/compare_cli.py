@@ -23,7 +23,14 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import Agreement, Comparison, UnpairedError, agreement, compare
-from ..comparison import DEFAULT_RESAMPLES, DEFAULT_SEED, DEFAULT_TRIALS, Gate, format_p
+from ..comparison import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    DEFAULT_TRIALS,
+    MAX_RESAMPLES,
+    Gate,
+    format_p,
+)
 from ..human_agreement import parse_mapping
 from .terminal import literal, plain
 
@@ -99,12 +106,12 @@ def compare_command(
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and the randomization.")] = (
         DEFAULT_SEED
     ),
-    resamples: Annotated[int, typer.Option(min=1, help="Paired bootstrap resamples.")] = (
-        DEFAULT_RESAMPLES
-    ),
-    trials: Annotated[int, typer.Option(min=1, help="Approximate randomization trials.")] = (
-        DEFAULT_TRIALS
-    ),
+    resamples: Annotated[
+        int, typer.Option(min=1, max=MAX_RESAMPLES, help="Paired bootstrap resamples.")
+    ] = (DEFAULT_RESAMPLES),
+    trials: Annotated[
+        int, typer.Option(min=1, max=MAX_RESAMPLES, help="Approximate randomization trials.")
+    ] = (DEFAULT_TRIALS),
     fail_if_worse: Annotated[
         list[str] | None,
         typer.Option(
@@ -217,8 +224,8 @@ def _print_comparison(result: Comparison) -> None:
     for s in result.sub_scores:
         if s.n and (s.unscored_a or s.unscored_b or s.unscored_both):
             out.print(
-                f"{literal(s.name)}: left out {s.unscored_a} rows empty in A only, {s.unscored_b} in B "
-                f"only, {s.unscored_both} in both."
+                f"{literal(s.name)}: left out {s.unscored_a} rows empty in A only, "
+                f"{s.unscored_b} in B only, {s.unscored_both} in both."
             )
     for line in result.verdicts():
         out.print(Text(plain(line)))
@@ -429,17 +436,15 @@ def agree_command(
         float, typer.Option(help="Score >= threshold reads as the positive binary label.")
     ] = 0.5,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = DEFAULT_SEED,
-    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = (
-        DEFAULT_RESAMPLES
-    ),
+    resamples: Annotated[
+        int, typer.Option(min=1, max=MAX_RESAMPLES, help="Bootstrap resamples.")
+    ] = (DEFAULT_RESAMPLES),
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the results.")] = None,
 ) -> None:
     """Do our scores agree with people? Spearman, Kendall and Pearson with bootstrap intervals
     (summary-level with --group-column, else pooled; system-level with --system-column), and
     accuracy and Cohen's kappa for binary or ordinal labels."""
-    _check_outputs(
-        {"RESULTS": results, "--labels": labels}, {"JSON file": json_path}
-    )
+    _check_outputs({"RESULTS": results, "--labels": labels}, {"JSON file": json_path})
     result_rows = _read_results_file(results)
     if not labels.is_file():
         raise _usage_error(f"labels file not found: {labels}")

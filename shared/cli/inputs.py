@@ -33,6 +33,17 @@ def allow_large_csv_fields() -> None:
             limit //= 2
 
 
+def repeated_names(header: list[str] | Any) -> list[str]:
+    """The names a CSV header holds more than once (a reader of dicts keeps only the last)."""
+    seen: set[str] = set()
+    repeated: list[str] = []
+    for name in header or []:
+        if name in seen and name not in repeated:
+            repeated.append(name)
+        seen.add(name)
+    return repeated
+
+
 def _undecodable(value: Any) -> bool:
     """True for text read with errors="surrogateescape" that held bytes that are not UTF-8."""
     if isinstance(value, str):
@@ -160,6 +171,12 @@ def _csv_records(path: Path, columns: Columns) -> Iterator[tuple[int, dict[str, 
     with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
+        repeated = repeated_names(header)
+        if repeated:  # DictReader would keep the last column of each silently
+            raise InputError(
+                f"{path.name} repeats the column(s) {', '.join(map(repr, repeated))} in its "
+                "header; give every column its own name"
+            )
         for needed, option in ((columns.source, "source"), (columns.summary, "summary")):
             if needed not in header:
                 raise InputError(

@@ -396,7 +396,8 @@ def score_on_ray(
             inner.model, base_url=str(inner.client.base_url), settings={"timeout": timeout}
         )
         cli.err.print(
-            f"Judge: {literal(judge_text)}; cache {literal(cache_path or 'off')}; Ray, {actors} actors"
+            f"Judge: {literal(judge_text)}; cache {literal(cache_path or 'off')}; "
+            f"Ray, {actors} actors"
         )
     else:
         cli.err.print(f"[bold yellow]No judge[/] ({judge_text}). {cli.ENABLE_HINT}")
@@ -413,8 +414,8 @@ def score_on_ray(
             )
         if plan.kept:
             cli.err.print(
-                f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {literal(output)}; "
-                f"scoring {len(plan.todo)}."
+                f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in "
+                f"{literal(output)}; scoring {len(plan.todo)}."
             )
         failed["total"] = len(plan.todo)
 

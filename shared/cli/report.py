@@ -78,9 +78,7 @@ def statistics_table(rows: Sequence[Row], keys: Sequence[str]) -> list[dict[str,
 
 def _is_number(value: Any) -> bool:
     """A real, finite number (NaN or an infinity is no score: statistics cannot use it)."""
-    return (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    )
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _walk(value: Any, path: tuple[str, ...] = ()) -> Iterable[tuple[tuple[str, ...], Any]]:
