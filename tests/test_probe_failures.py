@@ -589,3 +589,23 @@ def test_a_repeated_csv_header_is_refused(tmp_path: Path) -> None:
     labels.write_text("id,rating,rating\nr1,3,4\n")
     code, text = run_cli("agree", res, "--labels", labels, "--map", "density=rating")
     assert code == 2 and "repeats" in flat(text)
+
+
+# --- 16: a column absent from every row is a usage error, in JSONL as in CSV -------------------
+
+
+@pytest.mark.parametrize("missing", ["summary", "source"])
+def test_a_field_absent_from_every_jsonl_row_is_a_usage_error(
+    tmp_path: Path, missing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shared.cli.app as cli
+
+    def no_models(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("models were loaded for an input that cannot be scored")
+
+    monkeypatch.setattr(cli, "load_models", no_models)
+    rows = [{k: v for k, v in {**ROW, "id": str(i)}.items() if k != missing} for i in range(3)]
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "o.jsonl"
+    code, text = run_cli("score", source, *nojudge(), "-o", out, "--no-report")
+    assert code == 2 and f"--{missing}-column" in flat(text) and not out.exists()

@@ -118,7 +118,15 @@ def read_rows(path: Path, columns: Columns, fmt: InputFormat) -> list[InputRow]:
     """All rows of the file, in order, with duplicate ids turned into bad rows."""
     if not path.is_file():
         raise InputError(f"input file not found: {path}")
-    records = _jsonl_records(path) if fmt == "jsonl" else _csv_records(path, columns)
+    records = list(_jsonl_records(path) if fmt == "jsonl" else _csv_records(path, columns))
+    objects = [record for _, record in records if isinstance(record, dict)]
+    for needed, option in ((columns.source, "source"), (columns.summary, "summary")):
+        if objects and not any(needed in record for record in objects):  # as a CSV header
+            found = sorted({key for record in objects for key in record})
+            raise InputError(
+                f"no row of {path.name} has a {needed!r} field (fields: "
+                f"{', '.join(found) or 'none'}); map yours with --{option}-column NAME"
+            )
     rows = [_make_row(position, record, columns, fmt) for position, record in records]
     if not rows:
         raise InputError(f"{path} has no rows to score")
