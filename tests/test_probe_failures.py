@@ -609,3 +609,22 @@ def test_a_field_absent_from_every_jsonl_row_is_a_usage_error(
     out = tmp_path / "o.jsonl"
     code, text = run_cli("score", source, *nojudge(), "-o", out, "--no-report")
     assert code == 2 and f"--{missing}-column" in flat(text) and not out.exists()
+
+
+# --- 20: flags and their help -------------------------------------------------------------------
+
+
+def test_samples_without_a_judge_is_a_usage_error(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    out = tmp_path / "o.jsonl"
+    code, text = run_cli("score", source, *nojudge(), "-o", out, "--samples", "3")
+    assert code == 2 and "needs a judge" in flat(text) and not out.exists()
+
+
+def test_score_help_shows_no_bool_placeholder_and_consistent_defaults() -> None:
+    result = CliRunner().invoke(app, ["score", "--help"], env={"COLUMNS": "200"})
+    text = result.output
+    assert result.exit_code == 0 and "--force" in text
+    assert "<bool>" not in text
+    assert "(default: row number)" not in text
+    assert "de=de_core_news_sm" in text and "{language" not in text

@@ -67,6 +67,26 @@ ENABLE_HINT = (
     "OPENAI_MODEL / OPENAI_BASE_URL)."
 )
 
+def _no_flag_placeholder() -> None:
+    """Typer's help shows a ``<bool>`` value placeholder after every flag (``--force <bool>``),
+    though a flag takes no value: show none."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "_no_flag_placeholder", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        if self.is_flag and self.metavar is None:
+            return None
+        return shown(self, ctx)
+
+    display_type_rich._no_flag_placeholder = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_no_flag_placeholder()
+
 app = typer.Typer(
     name="summary-eval",
     help="Score LLM-written summaries against their sources; write results and an HTML report.",
@@ -234,7 +254,7 @@ def score(
     source_column: Annotated[str, typer.Option(help="Column holding the source.")] = "source",
     summary_column: Annotated[str, typer.Option(help="Column holding the summary.")] = "summary",
     id_column: Annotated[
-        str, typer.Option(help="Column holding the row id (default: row number).")
+        str, typer.Option(help="Column holding the row id (a row without one: its row number).")
     ] = "id",
     questions_column: Annotated[
         str,
@@ -263,7 +283,13 @@ def score(
         int, typer.Option(min=1, help="Rows scored at once, and judge calls in flight at most.")
     ] = DEFAULTS.concurrency,
     retries: Annotated[int, _core("retries", min=0)] = DEFAULTS.retries,
-    spacy_model: Annotated[str, _core("spacy_model")] = DEFAULTS.spacy_model,
+    spacy_model: Annotated[
+        str,
+        typer.Option(
+            help="spaCy pipeline for English, or one per language: de=de_core_news_sm,"
+            "fr=fr_core_news_md."
+        ),
+    ] = DEFAULTS.spacy_model,
     language: Annotated[str | None, _core("language")] = DEFAULTS.language,
     density_target: Annotated[float, _core("density_target")] = DEFAULTS.density_target,
     density_tolerance: Annotated[float, _core("density_tolerance")] = DEFAULTS.density_tolerance,
@@ -391,6 +417,11 @@ def score(
         cache=cache_path,
         timeout=timeout,
     )
+    if judge is None and samples > 1:
+        raise _usage_error(
+            f"--samples {samples} needs a judge: only the judged sub-scores vary between "
+            f"samples ({judge_text}). Configure a judge, or drop --samples."
+        )
     if judge is None:
         err.print(
             f"[bold yellow]No judge[/] ({judge_text}): scoring only the dimensions that need no "
