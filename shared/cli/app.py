@@ -67,6 +67,7 @@ ENABLE_HINT = (
     "OPENAI_MODEL / OPENAI_BASE_URL)."
 )
 
+
 def _no_flag_placeholder() -> None:
     """Typer's help shows a ``<bool>`` value placeholder after every flag (``--force <bool>``),
     though a flag takes no value: show none."""
