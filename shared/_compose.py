@@ -18,7 +18,7 @@ from .options import ScoreOptions
 from .result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
 
 NO_JUDGE = (
-    "no judge: alignment, coverage and the score need a judge (judge=None); "
+    "no judge: alignment, coverage and the score need a judge (none was given); "
     "only the deterministic dimensions were computed"
 )
 

@@ -628,3 +628,40 @@ def test_score_help_shows_no_bool_placeholder_and_consistent_defaults() -> None:
     assert "<bool>" not in text
     assert "(default: row number)" not in text
     assert "de=de_core_news_sm" in text and "{language" not in text
+
+
+# --- 17: messages that say what the user can do ---------------------------------------------------
+
+
+def test_a_rebuilt_report_of_a_no_judge_run_keeps_the_skipped_banner(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [ROW])
+    out = tmp_path / "out.results.jsonl"
+    first = tmp_path / "first.html"
+    assert run_cli("score", source, *nojudge(), "-o", out, "--report", first)[0] == 0
+    rebuilt = tmp_path / "rebuilt.html"
+    assert run_cli("report", out, "-o", rebuilt)[0] == 0
+    html = rebuilt.read_text(encoding="utf-8")
+    assert "--base-url URL --model NAME" in html  # how to enable the skipped dimensions
+    assert "alignment" in html.split("<body", 1)[1]
+
+
+def test_no_python_isms_in_the_no_judge_reason_and_cli_words_in_check_judge_advice() -> None:
+    from shared.adapter_kit import NO_JUDGE
+
+    assert "judge=None" not in NO_JUDGE
+    import inspect
+
+    from shared import judge_check
+
+    assert "--context-budget" in inspect.getsource(judge_check)
+
+
+def test_ragas_does_not_call_a_row_with_a_score_unscored(seed: tuple[str, str]) -> None:
+    from ragas_ext._metrics import SummarySettings
+    from shared import score_summary
+    from shared.testing import FakeJudge
+
+    ev = score_summary(*seed, judge=FakeJudge(), cache=False, dimensions=[])
+    ev = ev.model_copy(update={"error": "the style call failed"})  # a score, and an error
+    why = SummarySettings(sub_score="coherence").missing_reason(ev)
+    assert ev.score is not None and "also unscored" not in why

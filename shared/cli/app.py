@@ -647,7 +647,14 @@ def report_command(
         {s.split("|", 1)[0].removeprefix("judge:") for r in rows if (s := r.get("signature"))}
     )
     path = output or default_report(results)
-    info = ReportInfo(results_path=str(results), judge=", ".join(judges) or "unknown")
+    # rows scored without a judge: the same banner of skipped dimensions as the run's report
+    skipped = _skipped(keys) if judges == ["none"] else []
+    info = ReportInfo(
+        results_path=str(results),
+        judge=", ".join(judges) or "unknown",
+        skipped=skipped,
+        enable_hint=ENABLE_HINT if skipped else "",
+    )
     write_report(path, rows, keys, info, worst=worst)
     err.print(f"Report: {literal(path)}")
 
