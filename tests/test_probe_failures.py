@@ -665,3 +665,19 @@ def test_ragas_does_not_call_a_row_with_a_score_unscored(seed: tuple[str, str]) 
     ev = ev.model_copy(update={"error": "the style call failed"})  # a score, and an error
     why = SummarySettings(sub_score="coherence").missing_reason(ev)
     assert ev.score is not None and "also unscored" not in why
+
+
+# --- 19: the notebook writes no .deepeval/ and needs no undeclared package ----------------------
+
+
+def test_the_notebook_sets_a_read_only_deepeval_and_imports_no_scipy() -> None:
+    notebook = json.loads(
+        (Path(__file__).resolve().parent.parent / "notebooks" / "walkthrough.ipynb").read_text()
+    )
+    cells = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    code = "\n".join(cells)
+    assert "scipy" not in code
+    first_deepeval = next(i for i, c in enumerate(cells) if "deepeval" in c and "import" in c)
+    setting = 'os.environ["DEEPEVAL_FILE_SYSTEM"] = "READ_ONLY"'
+    assert any(setting in c for c in cells[: first_deepeval + 1])
+    assert code.index(setting) < code.index("from deepeval")
