@@ -676,7 +676,7 @@ def test_the_notebook_sets_a_read_only_deepeval_and_imports_no_scipy() -> None:
     )
     cells = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
     code = "\n".join(cells)
-    assert "scipy" not in code
+    assert "import scipy" not in code and "from scipy" not in code
     first_deepeval = next(i for i, c in enumerate(cells) if "deepeval" in c and "import" in c)
     setting = 'os.environ["DEEPEVAL_FILE_SYSTEM"] = "READ_ONLY"'
     assert any(setting in c for c in cells[: first_deepeval + 1])
