@@ -681,3 +681,14 @@ def test_the_notebook_sets_a_read_only_deepeval_and_imports_no_scipy() -> None:
     setting = 'os.environ["DEEPEVAL_FILE_SYSTEM"] = "READ_ONLY"'
     assert any(setting in c for c in cells[: first_deepeval + 1])
     assert code.index(setting) < code.index("from deepeval")
+
+
+# --- 15: the README's first Python snippet runs offline ----------------------------------------
+
+
+def test_the_readmes_first_python_snippet_is_a_runnable_offline_one() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    first = readme.index("```python")
+    assert readme[:first].endswith("<!-- runnable -->\n")  # tests/test_readme.py runs it
+    snippet = readme[first : readme.index("```\n", first + 9)]
+    assert "FakeJudge()" in snippet
