@@ -643,6 +643,7 @@ def test_a_rebuilt_report_of_a_no_judge_run_keeps_the_skipped_banner(tmp_path: P
     html = rebuilt.read_text(encoding="utf-8")
     assert "--base-url URL --model NAME" in html  # how to enable the skipped dimensions
     assert "alignment" in html.split("<body", 1)[1]
+    assert "<td>Command</td>" in html and str(source) in html  # the run's input and command
 
 
 def test_no_python_isms_in_the_no_judge_reason_and_cli_words_in_check_judge_advice() -> None:

@@ -441,6 +441,7 @@ def score(
         plan = plan_run(rows, previous, judge=judge, options=options, retry_unscored=retry_unscored)
     except (TypeError, ValueError) as exc:
         raise _usage_error(f"bad option: {exc}") from None
+    plan.run = {"input": str(input_path), "command": shlex.join(["summary-eval", *sys.argv[1:]])}
     if plan.stale and not force:
         raise _usage_error(
             f"{len(plan.stale)} finished row(s) of {output} were scored with other settings "
@@ -649,11 +650,16 @@ def report_command(
     path = output or default_report(results)
     # rows scored without a judge: the same banner of skipped dimensions as the run's report
     skipped = _skipped(keys) if judges == ["none"] else []
+    run = next(
+        (r["evidence"]["run"] for r in rows if isinstance(r["evidence"].get("run"), dict)), {}
+    )  # the input and command recorded by the run that wrote the first such row
     info = ReportInfo(
+        input_path=str(run.get("input") or ""),
         results_path=str(results),
         judge=", ".join(judges) or "unknown",
         skipped=skipped,
         enable_hint=ENABLE_HINT if skipped else "",
+        command=str(run.get("command") or ""),
     )
     write_report(path, rows, keys, info, worst=worst)
     err.print(f"Report: {literal(path)}")

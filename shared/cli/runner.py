@@ -42,9 +42,14 @@ class Plan:
     """This run's settings that change a score (:func:`run_settings`), recorded in every row's
     ``evidence.settings`` so that a resumed run compares them exactly."""
 
+    run: dict[str, Any] = field(default_factory=dict)
+    """What the run was (``input``, ``command``), recorded in ``evidence.run`` so that a report
+    rebuilt from the results shows them; never compared."""
+
 
 SETTINGS_KEY = "settings"
 """The key of the run settings in a result row's ``evidence``."""
+RUN_KEY = "run"
 
 
 def run_settings(judge: object, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -186,6 +191,8 @@ async def score_rows(
             async with limit:
                 result = await _score_one(row, judge, options, sig, keys)
         stamp_settings(result, plan.settings)
+        if plan.run:
+            result["evidence"][RUN_KEY] = plan.run
         writer.append(result)
         done[row.id] = result
         on_row(result)
