@@ -1,6 +1,11 @@
 """Example DeepEval test file for summary-eval: copy it next to your tests and run
 
-    deepeval test run test_deepeval_example.py      (or plain: pytest test_deepeval_example.py)
+    DEEPEVAL_FILE_SYSTEM=READ_ONLY deepeval test run test_deepeval_example.py
+    (or plain: pytest test_deepeval_example.py)
+
+``DEEPEVAL_FILE_SYSTEM=READ_ONLY`` keeps DeepEval from writing ``./.deepeval/`` (its cache and
+last run) into your working folder; ``deepeval test run`` reads it before this file is loaded, so
+give it on the command line (under plain pytest the line below sets it).
 
 It runs offline as shipped: the judge is ``FakeDeepEvalModel``, a DeepEval model backed by
 summary-eval's deterministic fake judge (word overlap, no LLM). To use a real model, set
@@ -12,6 +17,10 @@ summary-eval's deterministic fake judge (word overlap, no LLM). To use a real mo
 from __future__ import annotations
 
 import os
+
+# DeepEval writes its run files into ./.deepeval of the working folder unless told its file
+# system is read-only; set before DeepEval reads its settings (delete the line to keep them)
+os.environ.setdefault("DEEPEVAL_FILE_SYSTEM", "READ_ONLY")
 
 import pytest
 from deepeval import assert_test

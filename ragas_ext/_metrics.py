@@ -146,7 +146,7 @@ class SummarySettings(OptionFields):
             + ", ".join(k for k, v in evaluation.sub_scores().items() if v is not None)
             + ")"
         )
-        if not evaluation.scored:
+        if not evaluation.scored and evaluation.score is None:
             why = f"{why} (the row is also unscored: {evaluation.error})"
         return f"sub-score {self.sub_score!r} has no value for this row: {why}"
 

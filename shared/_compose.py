@@ -12,12 +12,13 @@ from typing import Any
 from . import prompts as p
 from ._version import __version__
 from .dimensions import DIMENSIONS, DimensionEvidence
+from .dimensions.embedding import signature_field
 from .judge import JudgeFailed
 from .options import ScoreOptions
 from .result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
 
 NO_JUDGE = (
-    "no judge: alignment, coverage and the score need a judge (judge=None); "
+    "no judge: alignment, coverage and the score need a judge (none was given); "
     "only the deterministic dimensions were computed"
 )
 
@@ -44,6 +45,7 @@ def signature(
     (``|lang:<code>``, added per row by the pipeline for a row not in English).
     """
     model = "none" if judge is None else getattr(judge, "model_id", type(judge).__name__)
+    model = signature_field(str(model))
     if options.questions is None:
         n = str(options.n)
     else:

@@ -23,6 +23,9 @@ from .subscores import SUB_SCORE_NAMES
 
 DEFAULT_RESAMPLES = 1_000
 DEFAULT_TRIALS = 10_000
+MAX_RESAMPLES = 100_000
+"""Most bootstrap resamples (and randomization trials) one call runs: beyond, the interval does
+not move and the run only takes longer (``--resamples 1000000000`` ran on and on)."""
 DEFAULT_SEED = 12345
 SUB_SCORES = SUB_SCORE_NAMES
 """The sub-scores of the core, in its order; other numeric columns of a results file follow."""
@@ -238,8 +241,8 @@ def compare(
     ``allow_unpaired``, which compares the shared ids and lists the others. The same ``seed``
     gives the same interval and p-value.
     """
-    if resamples < 1 or trials < 1:
-        raise ValueError("resamples and trials must be at least 1")
+    if not (1 <= resamples <= MAX_RESAMPLES and 1 <= trials <= MAX_RESAMPLES):
+        raise ValueError(f"resamples and trials must be from 1 to {MAX_RESAMPLES:,}")
     if not 0 < level < 1:
         raise ValueError("level must be between 0 and 1")
     rows_a, rows_b = load_rows(results_a), load_rows(results_b)

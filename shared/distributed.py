@@ -344,6 +344,42 @@ def _uniform_text_columns(batch: pa.Table, columns: Columns) -> pa.Table:
     return batch.append_column(_TYPE_ERROR, pa.array(reasons, pa.string()))
 
 
+UPSTREAM_CPUS = 1.0
+"""CPUs an actor pool leaves free for Ray Data's other tasks (the map that buckets the rows and
+the shuffle of the groupby): with every CPU held by actors, those wait forever
+("backpressured: ResourceBudget") and the job hangs with 0 rows done."""
+
+
+def cluster_cpus() -> float:
+    """The CPUs of the Ray cluster this process is connected to, or of this machine when Ray is
+    not started yet (what ``ray.init()`` would find)."""
+    import ray
+
+    if ray.is_initialized():
+        return float(ray.cluster_resources().get("CPU", 0.0))
+    return float(os.cpu_count() or 1)
+
+
+def actor_cpus_for(cpus: float, actors: int, actor_cpus: float | None = None) -> float:
+    """CPUs to reserve per scoring actor on a cluster of ``cpus`` CPUs.
+
+    ``actor_cpus=None`` (the default): at most 1 each, sized so that the actors together leave
+    :data:`UPSTREAM_CPUS` free (half the cluster when it has fewer than 2 CPUs). A given value
+    that leaves no CPU to the other tasks is refused (ValueError): the job would hang."""
+    if actor_cpus is None:
+        free = max(cpus - UPSTREAM_CPUS, cpus / 2)
+        return min(1.0, free / actors)
+    if not isinstance(actor_cpus, int | float) or not 0 < actor_cpus < math.inf:
+        raise ValueError(f"actor_cpus must be a positive number, got {actor_cpus!r}")
+    if cpus and actor_cpus * actors >= cpus:
+        raise ValueError(
+            f"{actors} actors of {actor_cpus:g} CPUs would hold all {cpus:g} CPUs of the Ray "
+            "cluster and leave none for the tasks that feed them: the job would wait forever. "
+            "Use fewer actors, a smaller actor_cpus, or leave actor_cpus=None to size it."
+        )
+    return float(actor_cpus)
+
+
 def prepare(
     ds: ray.data.Dataset,
     *,
@@ -356,7 +392,7 @@ def prepare(
     retries: int,
     groups: int | None,
     rows_per_group: int,
-    actor_cpus: float,
+    actor_cpus: float | None,
     checked: bool,
     options: dict[str, Any],
 ) -> ray.data.Dataset:
@@ -373,6 +409,7 @@ def prepare(
             f"the {actors} actors at least one: got {concurrency!r}"
         )
     ScoreOptions.from_kwargs({**options, "concurrency": concurrency, "retries": retries})
+    actor_cpus = actor_cpus_for(cluster_cpus(), actors, actor_cpus)
     if isinstance(cache, os.PathLike):
         cache = os.fspath(cache)
     settings = JobSettings(
@@ -419,7 +456,7 @@ def score_dataset(
     retries: int = DEFAULTS.retries,
     groups: int | None = None,
     rows_per_group: int = DEFAULT_ROWS_PER_GROUP,
-    actor_cpus: float = 1.0,
+    actor_cpus: float | None = None,
     questions_column: str | None = None,
     **options: Any,
 ) -> ray.data.Dataset:
@@ -430,7 +467,10 @@ def score_dataset(
     ``actors``: scoring actors; ``concurrency``: judge calls in flight in the whole job, split
     evenly across actors. ``groups``: buckets of sources (default: one per ``rows_per_group``
     rows, at least one per actor; computing it counts the rows). ``actor_cpus``: CPUs reserved
-    per actor (the work is mostly waiting on the judge, plus spaCy/MiniLM). Other keyword
+    per actor (the work is mostly waiting on the judge, plus spaCy/MiniLM); by default at most 1,
+    sized from the cluster's CPUs so the actors leave one free for the tasks that feed them (on
+    a 2-CPU machine, 0.5 each), and a value that would hold every CPU is refused (ValueError):
+    such a job waits forever. Other keyword
     arguments are :func:`shared.score_summaries` options (n, beta, combine, dimensions,
     samples…; names and defaults from :mod:`shared.options`); with ``samples`` > 1 the result
     also has a ``<sub-score>_sd`` column per sub-score, as the CLI's results file.

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from . import stats
-from .comparison import DEFAULT_RESAMPLES, DEFAULT_SEED, Results, load_rows
+from . import bounded_json, stats
+from .comparison import DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES, Results, load_rows
 
 STATISTICS = ("spearman", "kendall", "pearson")
 MIN_GROUP = 3
@@ -118,6 +118,16 @@ def read_labels(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"labels file not found: {path}")
+    try:
+        return _read_labels(path)
+    except UnicodeDecodeError as exc:
+        byte = exc.object[exc.start : exc.start + 1].hex()
+        raise ValueError(
+            f"{path} is not UTF-8 text (byte 0x{byte} cannot be decoded); save it as UTF-8"
+        ) from None
+
+
+def _read_labels(path: Path) -> list[dict[str, Any]]:
     suffix = path.suffix.lower()
     rows: list[dict[str, Any]] = []
     if suffix in (".jsonl", ".ndjson"):
@@ -126,7 +136,7 @@ def read_labels(path: str | Path) -> list[dict[str, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line)
+                    record = bounded_json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise ValueError(
                         f"{path.name} line {number} is not valid JSON: {exc.msg}"
@@ -137,10 +147,22 @@ def read_labels(path: str | Path) -> list[dict[str, Any]]:
         return rows
     if suffix == ".csv":
         with path.open(encoding="utf-8-sig", newline="") as handle:
-            for number, record in enumerate(csv.DictReader(handle), start=1):
+            reader = csv.DictReader(handle)
+            header = reader.fieldnames or []
+            repeated = sorted({name for name in header if header.count(name) > 1})
+            if repeated:
+                raise ValueError(
+                    f"{path.name} repeats the column(s) {', '.join(map(repr, repeated))} in its "
+                    "header; give every column its own name"
+                )
+            for number, record in enumerate(reader, start=1):
                 rows.append({**record, "_position": number})
         return rows
     raise ValueError(f"labels file must end in .jsonl or .csv, got {path.name!r}")
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def label_value(value: Any) -> float | None:
@@ -213,10 +235,17 @@ def agreement(
     Ids on one side only are listed, not an error: labels are often a sample. ``group_column``
     and ``system_column`` are read from the labels row, else from the results row.
     """
-    if resamples < 1:
-        raise ValueError("resamples must be at least 1")
+    if not 1 <= resamples <= MAX_RESAMPLES:
+        raise ValueError(f"resamples must be from 1 to {MAX_RESAMPLES:,}")
     pairs = _pairs(mapping)
     result_rows = {str(r["id"]): r for r in load_rows(results)}
+    for metric, label in pairs:  # a misspelt name is an error, not n=0 (as in compare)
+        if result_rows and not any(metric in r for r in result_rows.values()):
+            have = sorted({k for r in result_rows.values() for k, v in r.items() if _numeric(v)})
+            raise ValueError(
+                f"the results have no sub-score {metric!r} (for --map {metric}={label}); "
+                f"have: {', '.join(have) or 'none'}"
+            )
     label_rows_list = (
         read_labels(labels)
         if isinstance(labels, str | Path)

@@ -18,8 +18,10 @@ import asyncio
 import hashlib
 import inspect
 import json
+import os
 import sqlite3
 import threading
+import warnings
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -243,6 +245,30 @@ class MemoryStore:
         return len(self._data)
 
 
+class CacheWarning(UserWarning):
+    """The judge cache file could not be read and was set aside for a fresh one."""
+
+
+class CacheUnusable(ValueError):
+    """The judge cache path holds a database that is not ours: it is left untouched."""
+
+
+def _set_aside(path: Path) -> Path:
+    """Rename an unreadable cache (and its WAL files) to ``<name>.corrupt[-N]``: its bytes are
+    kept for the user, never deleted."""
+    aside = path.with_name(path.name + ".corrupt")
+    number = 1
+    while aside.exists():
+        number += 1
+        aside = path.with_name(f"{path.name}.corrupt-{number}")
+    os.replace(path, aside)
+    for suffix in ("-wal", "-shm"):
+        extra = path.with_name(path.name + suffix)
+        if extra.exists():
+            os.replace(extra, aside.with_name(aside.name + suffix))
+    return aside
+
+
 class SQLiteStore:
     """A persistent store: one table, WAL mode, safe to share between threads and processes.
 
@@ -254,27 +280,62 @@ class SQLiteStore:
         self.path = Path(path).expanduser()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute(
+        try:
+            self._conn = self._open()
+        except sqlite3.DatabaseError as exc:  # random bytes, a truncated file: set it aside
+            aside = _set_aside(self.path)
+            warnings.warn(
+                f"the judge cache {self.path} cannot be read ({exc}); it was set aside as "
+                f"{aside} and a fresh cache started (answers in it are asked for again)",
+                CacheWarning,
+                stacklevel=2,
+            )
+            self._conn = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        try:
+            # read before anything is written: a database that is not ours stays as it was
+            found = [r[1] for r in conn.execute("PRAGMA table_info(judge_cache)")]
+            if found and sorted(found) != ["key", "value"]:
+                raise CacheUnusable(
+                    f"{self.path} is not a summary-eval judge cache (its judge_cache table has "
+                    f"the columns {', '.join(found)}); give another --cache path, or --no-cache"
+                )
+            problem = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+            if problem != "ok":
+                raise sqlite3.DatabaseError(f"database disk image is malformed: {problem}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(
                 "CREATE TABLE IF NOT EXISTS judge_cache (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
             )
-            self._conn.commit()
+            conn.commit()
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def get(self, key: str) -> str | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT value FROM judge_cache WHERE key = ?", (key,)
-            ).fetchone()
+        """The stored answer, or None (also when the file went bad during the run: a miss)."""
+        try:
+            with self._lock:
+                row = self._conn.execute(
+                    "SELECT value FROM judge_cache WHERE key = ?", (key,)
+                ).fetchone()
+        except sqlite3.DatabaseError:
+            return None
         return row[0] if row else None
 
     def put(self, key: str, value: str) -> None:
-        with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO judge_cache (key, value) VALUES (?, ?)", (key, value)
-            )
-            self._conn.commit()
+        """Keep an answer; a file gone bad during the run drops it (the row keeps its answer)."""
+        try:
+            with self._lock:
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO judge_cache (key, value) VALUES (?, ?)", (key, value)
+                )
+                self._conn.commit()
+        except sqlite3.DatabaseError as exc:
+            warnings.warn(f"the judge cache {self.path}: {exc}", CacheWarning, stacklevel=2)
 
     def __len__(self) -> int:
         with self._lock:

@@ -200,7 +200,8 @@ async def acheck_judge(judge: Any, *, timeout: float = 10.0) -> JudgeCheck:
                     "ok",
                     "not published by the server",
                     f"prompts go up to {DEFAULT_CONTEXT_BUDGET} estimated tokens: make sure the "
-                    "server's context is larger, or pass a smaller context_budget",
+                    "server's context is larger, or pass a smaller --context-budget "
+                    "(context_budget in Python)",
                 )
             )
         elif window - REPLY_ROOM < DEFAULT_CONTEXT_BUDGET:
@@ -211,7 +212,8 @@ async def acheck_judge(judge: Any, *, timeout: float = 10.0) -> JudgeCheck:
                     "caveat",
                     f"{window} tokens, less than the default prompt budget "
                     f"({DEFAULT_CONTEXT_BUDGET}) plus room for the reply",
-                    f"pass context_budget={budget}, or raise the server's context "
+                    f"pass --context-budget {budget} (context_budget={budget} in Python), or "
+                    "raise the server's context "
                     "(llama.cpp: -c, shared by -np slots; Ollama: num_ctx; vLLM: --max-model-len)",
                 )
             )

@@ -65,6 +65,8 @@ MIN_CONTEXT_BUDGET = 2_000
 """Below this the fixed instructions and one retrieved passage would not leave room to work."""
 
 MAX_SAMPLES = 100
+MAX_N = 100
+"""Most questions generated per source: ``n=10**9`` asked the judge for a billion questions."""
 """Largest accepted ``samples``: each sample repeats every summary-dependent judge call."""
 
 DEFAULT_CONCURRENCY = 64
@@ -115,8 +117,8 @@ def _int_at_least(low: int, unit: str = "", type_error: type[Exception] = TypeEr
 
 
 def _check_n(name: str, value: Any) -> int:
-    if not _is_int(value) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if not _is_int(value) or not 1 <= value <= MAX_N:
+        raise ValueError(f"{name} must be an integer from 1 to {MAX_N}, got {value!r}")
     return value
 
 

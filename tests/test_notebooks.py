@@ -16,7 +16,6 @@ from nbclient import NotebookClient
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 GUARD = (
     "import os\n"
-    'os.environ["DEEPEVAL_FILE_SYSTEM"] = "READ_ONLY"  # no .deepeval/ in the repository\n'
     "import pytest_socket\n"
     'pytest_socket.socket_allow_hosts(["127.0.0.1", "localhost", "::1"])\n'
     "import socket\n"

@@ -192,9 +192,9 @@ def test_cli_has_a_flag_for_every_option_with_the_core_default() -> None:
 def test_cli_flags_reach_the_core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
 
-    def fake_judge(**kwargs: Any) -> tuple[None, str]:
+    def fake_judge(**kwargs: Any) -> tuple[object, str]:
         seen["judge"] = kwargs
-        return None, "none"
+        return object(), "fake"  # a judge: --samples k > 1 needs one
 
     def stop(rows: Any, previous: Any, *, options: dict[str, Any], **kwargs: Any) -> Any:
         seen["options"] = options

@@ -8,9 +8,13 @@ summary line says how many), 2 usage error (bad option, unreadable input, judge 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import os
 import shlex
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -48,8 +52,9 @@ from .results import (
     score_keys,
     spread_keys,
 )
-from .runner import plan_run, score_rows
+from .runner import plan_run, score_rows, stale_reason
 from .table import SHORT_NAMES, results_table
+from .terminal import literal, plain
 
 EXIT_OK = 0
 EXIT_ROWS_FAILED = 1
@@ -61,6 +66,27 @@ ENABLE_HINT = (
     "(vLLM, Ollama, llama.cpp, LM Studio…), or set OPENAI_API_KEY (and optionally "
     "OPENAI_MODEL / OPENAI_BASE_URL)."
 )
+
+
+def _no_flag_placeholder() -> None:
+    """Typer's help shows a ``<bool>`` value placeholder after every flag (``--force <bool>``),
+    though a flag takes no value: show none."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "_no_flag_placeholder", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        if self.is_flag and self.metavar is None:
+            return None
+        return shown(self, ctx)
+
+    display_type_rich._no_flag_placeholder = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_no_flag_placeholder()
 
 app = typer.Typer(
     name="summary-eval",
@@ -123,7 +149,7 @@ def default_report(output: Path) -> Path:
 
 
 def _usage_error(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}")
+    err.print(Text.assemble(("error:", "bold red"), " ", plain(message)))
     return typer.Exit(EXIT_USAGE)
 
 
@@ -156,14 +182,47 @@ def build_judge(
     problem = ensure_reachable(where, inner.client.api_key, timeout)
     if problem:
         raise _usage_error(f"the judge is not reachable: {problem}")
-    judge = robust_judge(  # calls in flight are tracked for the progress line (a hung server)
-        InFlightJudge(inner),
-        retries=retries,
-        cache=cache if cache is not None else False,
-        concurrency=concurrency,
-    )
+    with _cache_problems():
+        judge = robust_judge(  # calls in flight are tracked for the progress line (a hung server)
+            InFlightJudge(inner),
+            retries=retries,
+            cache=cache if cache is not None else False,
+            concurrency=concurrency,
+        )
     cache_text = f"cache {cache}" if cache is not None else "no cache"
     return judge, f"{inner.model_id} at {where} ({cache_text})"
+
+
+@contextlib.contextmanager
+def _cache_problems() -> Iterator[None]:
+    """An unreadable judge cache is set aside with a warning said here; a database that is not
+    ours is a usage error (it is left untouched)."""
+    from ..judge import CacheUnusable, CacheWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CacheWarning)
+        try:
+            yield
+        except CacheUnusable as exc:
+            raise _usage_error(str(exc)) from None
+    for warning in caught:
+        if issubclass(warning.category, CacheWarning):
+            err.print(Text(f"warning: {plain(warning.message)}", style="yellow"))
+        else:
+            warnings.warn_explicit(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
+
+
+MAX_TIMEOUT = 86_400.0
+"""Longest --timeout, in seconds (a day): ``inf`` would let one hung call hold the run forever."""
+
+
+def _finite(value: float | None) -> float | None:
+    """Refuse NaN (and infinities): click's ranges let NaN through, every comparison being false."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number, got {value}")
+    return value
 
 
 def _core(name: str, *flags: str, **kwargs: Any) -> Any:
@@ -196,7 +255,7 @@ def score(
     source_column: Annotated[str, typer.Option(help="Column holding the source.")] = "source",
     summary_column: Annotated[str, typer.Option(help="Column holding the summary.")] = "summary",
     id_column: Annotated[
-        str, typer.Option(help="Column holding the row id (default: row number).")
+        str, typer.Option(help="Column holding the row id (a row without one: its row number).")
     ] = "id",
     questions_column: Annotated[
         str,
@@ -225,7 +284,13 @@ def score(
         int, typer.Option(min=1, help="Rows scored at once, and judge calls in flight at most.")
     ] = DEFAULTS.concurrency,
     retries: Annotated[int, _core("retries", min=0)] = DEFAULTS.retries,
-    spacy_model: Annotated[str, _core("spacy_model")] = DEFAULTS.spacy_model,
+    spacy_model: Annotated[
+        str,
+        typer.Option(
+            help="spaCy pipeline for English, or one per language: de=de_core_news_sm,"
+            "fr=fr_core_news_md."
+        ),
+    ] = DEFAULTS.spacy_model,
     language: Annotated[str | None, _core("language")] = DEFAULTS.language,
     density_target: Annotated[float, _core("density_target")] = DEFAULTS.density_target,
     density_tolerance: Annotated[float, _core("density_tolerance")] = DEFAULTS.density_tolerance,
@@ -233,12 +298,22 @@ def score(
     context_budget: Annotated[int, _core("context_budget")] = DEFAULTS.context_budget,
     timeout: Annotated[
         float,
-        typer.Option(min=1, help="Seconds one judge call may take before it counts as failed."),
+        typer.Option(
+            min=1,
+            max=MAX_TIMEOUT,
+            callback=_finite,
+            help="Seconds one judge call may take before it counts as failed.",
+        ),
     ] = 120.0,
     samples: Annotated[int, _core("samples", min=1)] = DEFAULTS.samples,
     flip_threshold: Annotated[
         float,
-        typer.Option(help="With --samples k > 1: pass mark for the share of rows that flip."),
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            callback=_finite,
+            help="With --samples k > 1: pass mark for the share of rows that flip.",
+        ),
     ] = 0.5,
     cache: Annotated[
         Path | None,
@@ -255,6 +330,7 @@ def score(
         typer.Option(
             min=0.0,
             max=1.0,
+            callback=_finite,
             help="Pass mark: the table and the report mark each row pass or FAIL (on the score; "
             "without a judge, on the mean of the dimensions that track quality).",
         ),
@@ -342,6 +418,11 @@ def score(
         cache=cache_path,
         timeout=timeout,
     )
+    if judge is None and samples > 1:
+        raise _usage_error(
+            f"--samples {samples} needs a judge: only the judged sub-scores vary between "
+            f"samples ({judge_text}). Configure a judge, or drop --samples."
+        )
     if judge is None:
         err.print(
             f"[bold yellow]No judge[/] ({judge_text}): scoring only the dimensions that need no "
@@ -349,26 +430,29 @@ def score(
             f"are skipped. {ENABLE_HINT}"
         )
     else:
-        err.print(f"Judge: {judge_text}")
+        err.print(f"Judge: {literal(judge_text)}")
 
     keys = score_keys()
-    previous = read_results(output)
+    try:
+        previous = read_results(output)
+    except ValueError as exc:  # not UTF-8: never rewritten
+        raise _usage_error(str(exc)) from None
     try:
         plan = plan_run(rows, previous, judge=judge, options=options, retry_unscored=retry_unscored)
     except (TypeError, ValueError) as exc:
         raise _usage_error(f"bad option: {exc}") from None
+    plan.run = {"input": str(input_path), "command": shlex.join(["summary-eval", *sys.argv[1:]])}
     if plan.stale and not force:
         raise _usage_error(
             f"{len(plan.stale)} finished row(s) of {output} were scored with other settings "
-            f"(signature {plan_signature_of(previous, plan.stale[0])!r}, this run "
-            f"{plan.signatures[plan.stale[0]]!r}); they are not resumed. Pass --force to score "
+            f"({stale_reason(previous, plan)}); they are not resumed. Pass --force to score "
             "them again and replace them, or write to a new file with -o."
         )
     if plan.stale:
         err.print(f"--force: scoring {len(plan.stale)} row(s) again under the new settings.")
     if plan.kept:
         err.print(
-            f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {output}; "
+            f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {literal(output)}; "
             f"scoring {len(plan.todo)}."
         )
     if plan.todo:  # said before the bar, which would otherwise sit at 0/N while they load
@@ -415,7 +499,7 @@ def score(
         writer.close()
         done = len(read_results(output))
         err.print(
-            f"\n[bold yellow]Interrupted.[/] {done} finished rows are saved in {output}; "
+            f"\n[bold yellow]Interrupted.[/] {done} finished rows are saved in {literal(output)}; "
             "run the same command again to resume (answers already paid for are cached)."
         )
         raise typer.Exit(EXIT_INTERRUPTED) from None
@@ -494,9 +578,9 @@ def _finish(rows: list[Row], output: Path, report_path: Path | None, skipped: li
     bad = sum(r.get("status") == STATUS_BAD_INPUT for r in rows)
     if skipped:  # how to enable them was said once, at the start
         err.print(f"[yellow]Skipped (no judge):[/] {', '.join(skipped)}.")
-    err.print(f"Results: {output}")
+    err.print(f"Results: {literal(output)}")
     if report_path is not None:
-        err.print(f"Report:  {report_path}")
+        err.print(f"Report:  {literal(report_path)}")
     line = f"{ok} of {len(rows)} rows scored, {unscored} unscored, {bad} bad input."
     if unscored or bad:
         err.print(f"[bold red]{line}[/] The error column of the results says why.")
@@ -552,7 +636,10 @@ def report_command(
         detect_result_format(results)
     except ValueError as exc:
         raise _usage_error(str(exc)) from None
-    rows = read_results(results)
+    try:
+        rows = read_results(results)
+    except ValueError as exc:  # not UTF-8
+        raise _usage_error(str(exc)) from None
     if not rows:
         raise _usage_error(f"no result rows in {results}")
     keys = score_keys()
@@ -561,9 +648,21 @@ def report_command(
         {s.split("|", 1)[0].removeprefix("judge:") for r in rows if (s := r.get("signature"))}
     )
     path = output or default_report(results)
-    info = ReportInfo(results_path=str(results), judge=", ".join(judges) or "unknown")
+    # rows scored without a judge: the same banner of skipped dimensions as the run's report
+    skipped = _skipped(keys) if judges == ["none"] else []
+    run = next(
+        (r["evidence"]["run"] for r in rows if isinstance(r["evidence"].get("run"), dict)), {}
+    )  # the input and command recorded by the run that wrote the first such row
+    info = ReportInfo(
+        input_path=str(run.get("input") or ""),
+        results_path=str(results),
+        judge=", ".join(judges) or "unknown",
+        skipped=skipped,
+        enable_hint=ENABLE_HINT if skipped else "",
+        command=str(run.get("command") or ""),
+    )
     write_report(path, rows, keys, info, worst=worst)
-    err.print(f"Report: {path}")
+    err.print(f"Report: {literal(path)}")
 
 
 def plan_signature_of(previous: list[Row], row_id: str) -> str:

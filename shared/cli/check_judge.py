@@ -13,8 +13,10 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..judge_check import acheck_judge, check_reachable
+from .terminal import literal, plain
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
@@ -42,11 +44,13 @@ def check_judge_command(
             model, base_url=base_url, timeout=timeout, max_retries=1, max_tokens=512
         )
     except ValueError as exc:
-        err.print(f"[bold red]error:[/] cannot configure the judge: {exc}")
+        err.print(f"[bold red]error:[/] cannot configure the judge: {literal(exc)}")
         raise typer.Exit(2) from None
     result = asyncio.run(acheck_judge(judge, timeout=min(timeout, 10.0)))
     table = Table(
-        box=box.SIMPLE_HEAD, pad_edge=False, title=f"{judge.model_id} at {judge.base_url}"
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        title=Text(plain(f"{judge.model_id} at {judge.base_url}")),
     )
     table.add_column("check", no_wrap=True)
     table.add_column("result", no_wrap=True)
@@ -54,7 +58,12 @@ def check_judge_command(
     table.add_column("what to change")
     for line in result.lines:
         style = STYLE[line.status]
-        table.add_row(line.name, f"[{style}]{line.status}[/]", line.detail, line.advice)
+        table.add_row(
+            line.name,
+            f"[{style}]{line.status}[/]",
+            Text(plain(line.detail)),
+            Text(plain(line.advice)),
+        )
     out.print(table)
     verdict = {0: "usable", 1: "usable, with caveats", 2: "not usable"}[result.exit_code]
     err.print(f"Judge {verdict}.")

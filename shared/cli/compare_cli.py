@@ -20,10 +20,19 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from .. import Agreement, Comparison, UnpairedError, agreement, compare
-from ..comparison import DEFAULT_RESAMPLES, DEFAULT_SEED, DEFAULT_TRIALS, Gate, format_p
+from ..comparison import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    DEFAULT_TRIALS,
+    MAX_RESAMPLES,
+    Gate,
+    format_p,
+)
 from ..human_agreement import parse_mapping
+from .terminal import literal, plain
 
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
@@ -34,23 +43,18 @@ out = Console(highlight=False)
 
 
 def _usage_error(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}")
+    err.print(Text.assemble(("error:", "bold red"), " ", plain(message)))
     return typer.Exit(EXIT_USAGE)
 
 
-def _check_outputs(inputs: list[Path], outputs: list[Path | None]) -> None:
-    """Never write over an input file, nor write two outputs to one path."""
-    resolved_inputs = {p.resolve() for p in inputs}
-    seen: set[Path] = set()
-    for path in outputs:
-        if path is None:
-            continue
-        target = path.resolve()
-        if target in resolved_inputs:
-            raise _usage_error(f"{path} is an input file; choose another output path")
-        if target in seen:
-            raise _usage_error(f"{path} is given for two outputs")
-        seen.add(target)
+def _check_outputs(inputs: dict[str, Path], outputs: dict[str, Path | None]) -> None:
+    """Never write over an input file, nor write two outputs to one file (links included)."""
+    from .paths import PathProblem, check_distinct
+
+    try:
+        check_distinct(inputs, outputs)
+    except PathProblem as exc:
+        raise _usage_error(str(exc)) from None
 
 
 def _read_results_file(path: Path) -> list[dict[str, Any]]:
@@ -63,7 +67,10 @@ def _read_results_file(path: Path) -> list[dict[str, Any]]:
         detect_result_format(path)
     except ValueError as exc:
         raise _usage_error(str(exc)) from None
-    rows = read_results(path)
+    try:
+        rows = read_results(path)
+    except ValueError as exc:  # not UTF-8
+        raise _usage_error(str(exc)) from None
     if not rows:
         raise _usage_error(
             f"no result rows in {path}: expected a results file written by `summary-eval score`"
@@ -99,12 +106,12 @@ def compare_command(
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and the randomization.")] = (
         DEFAULT_SEED
     ),
-    resamples: Annotated[int, typer.Option(min=1, help="Paired bootstrap resamples.")] = (
-        DEFAULT_RESAMPLES
-    ),
-    trials: Annotated[int, typer.Option(min=1, help="Approximate randomization trials.")] = (
-        DEFAULT_TRIALS
-    ),
+    resamples: Annotated[
+        int, typer.Option(min=1, max=MAX_RESAMPLES, help="Paired bootstrap resamples.")
+    ] = (DEFAULT_RESAMPLES),
+    trials: Annotated[
+        int, typer.Option(min=1, max=MAX_RESAMPLES, help="Approximate randomization trials.")
+    ] = (DEFAULT_TRIALS),
     fail_if_worse: Annotated[
         list[str] | None,
         typer.Option(
@@ -122,7 +129,10 @@ def compare_command(
 ) -> None:
     """Is B better than A? Paired by id: per sub-score, mean A, mean B, delta with a 95 % paired
     bootstrap interval, an approximate-randomization p-value, wins/ties/losses and a verdict."""
-    _check_outputs([results_a, results_b], [output, json_path])
+    _check_outputs(
+        {"A": results_a, "B": results_b},
+        {"HTML report": output, "JSON file": json_path},
+    )
     rows_a, rows_b = _read_results_file(results_a), _read_results_file(results_b)
     try:
         gates = [Gate.parse(text) for text in fail_if_worse or []]
@@ -163,20 +173,20 @@ def compare_command(
     if json_path is not None:
         payload = {"a": str(results_a), "b": str(results_b), **result.to_dict(rows=True)}
         _write_json(json_path, payload)
-        err.print(f"JSON:   {json_path}")
+        err.print(f"JSON:   {literal(json_path)}")
     if output is not None:
         info = CompareInfo(str(results_a), str(results_b), command=command)
         write_compare_report(output, result, info, worst=worst)
-        err.print(f"Report: {output}")
+        err.print(f"Report: {literal(output)}")
 
     failed = False
     for gate in gates:
         passed, why = gate.check(result)
         if passed:
-            err.print(f"[green]gate passed[/] {why}")
+            err.print(f"[green]gate passed[/] {literal(why)}")
         else:
             failed = True
-            err.print(f"[bold red]gate failed[/] {why}")
+            err.print(f"[bold red]gate failed[/] {literal(why)}")
     raise typer.Exit(EXIT_GATE_FAILED if failed else EXIT_OK)
 
 
@@ -193,7 +203,7 @@ def _print_comparison(result: Comparison) -> None:
         style = "green" if (s.low or 0) > 0 else ("red" if (s.high or 0) < 0 else "")
         delta = _num(s.delta, True)
         table.add_row(
-            s.name,
+            Text(plain(s.name)),
             str(s.n),
             _num(s.mean_a),
             _num(s.mean_b),
@@ -210,15 +220,15 @@ def _print_comparison(result: Comparison) -> None:
     )
     empty = [s.name for s in result.sub_scores if not s.n]
     if empty:
-        out.print(f"Not compared (no row scored on both sides): {', '.join(empty)}.")
+        out.print(f"Not compared (no row scored on both sides): {literal(', '.join(empty))}.")
     for s in result.sub_scores:
         if s.n and (s.unscored_a or s.unscored_b or s.unscored_both):
             out.print(
-                f"{s.name}: left out {s.unscored_a} rows empty in A only, {s.unscored_b} in B "
-                f"only, {s.unscored_both} in both."
+                f"{literal(s.name)}: left out {s.unscored_a} rows empty in A only, "
+                f"{s.unscored_b} in B only, {s.unscored_both} in both."
             )
     for line in result.verdicts():
-        out.print(line)
+        out.print(Text(plain(line)))
 
 
 @dataclass
@@ -426,15 +436,15 @@ def agree_command(
         float, typer.Option(help="Score >= threshold reads as the positive binary label.")
     ] = 0.5,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = DEFAULT_SEED,
-    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = (
-        DEFAULT_RESAMPLES
-    ),
+    resamples: Annotated[
+        int, typer.Option(min=1, max=MAX_RESAMPLES, help="Bootstrap resamples.")
+    ] = (DEFAULT_RESAMPLES),
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the results.")] = None,
 ) -> None:
     """Do our scores agree with people? Spearman, Kendall and Pearson with bootstrap intervals
     (summary-level with --group-column, else pooled; system-level with --system-column), and
     accuracy and Cohen's kappa for binary or ordinal labels."""
-    _check_outputs([results, labels], [json_path])
+    _check_outputs({"RESULTS": results, "--labels": labels}, {"JSON file": json_path})
     result_rows = _read_results_file(results)
     if not labels.is_file():
         raise _usage_error(f"labels file not found: {labels}")
@@ -461,7 +471,7 @@ def agree_command(
     _print_agreement(found)
     if json_path is not None:
         _write_json(json_path, {"results": str(results), "labels": str(labels), **found.to_dict()})
-        err.print(f"JSON: {json_path}")
+        err.print(f"JSON: {literal(json_path)}")
     raise typer.Exit(EXIT_OK)
 
 
@@ -481,7 +491,7 @@ def _print_agreement(found: Agreement) -> None:
             for i, name in enumerate(("spearman", "kendall", "pearson")):
                 est = getattr(lvl, name)
                 table.add_row(
-                    f"{pair.metric}={pair.label}" if i == 0 else "",
+                    Text(plain(f"{pair.metric}={pair.label}")) if i == 0 else "",
                     lvl.level if i == 0 else "",
                     units if i == 0 else "",
                     name,
@@ -504,7 +514,7 @@ def _print_agreement(found: Agreement) -> None:
                 + (f" (score >= {found.threshold:g} is positive)" if pair.kind == "binary" else "")
             )
         if extra:
-            out.print(f"{pair.metric}={pair.label} (n={pair.n}): " + "; ".join(extra))
+            out.print(Text(plain(f"{pair.metric}={pair.label} (n={pair.n}): " + "; ".join(extra))))
     out.print(
         f"{found.joined} rows joined by id; {len(found.results_only)} only in the results, "
         f"{len(found.labels_only)} only in the labels. {int(found.level * 100)} % bootstrap "

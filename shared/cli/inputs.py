@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import bounded_json
+
 InputFormat = Literal["jsonl", "csv"]
 
 _SUFFIXES: dict[str, InputFormat] = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
@@ -29,6 +31,17 @@ def allow_large_csv_fields() -> None:
             return
         except OverflowError:  # a C long is 32 bits on some platforms
             limit //= 2
+
+
+def repeated_names(header: list[str] | Any) -> list[str]:
+    """The names a CSV header holds more than once (a reader of dicts keeps only the last)."""
+    seen: set[str] = set()
+    repeated: list[str] = []
+    for name in header or []:
+        if name in seen and name not in repeated:
+            repeated.append(name)
+        seen.add(name)
+    return repeated
 
 
 def _undecodable(value: Any) -> bool:
@@ -105,7 +118,15 @@ def read_rows(path: Path, columns: Columns, fmt: InputFormat) -> list[InputRow]:
     """All rows of the file, in order, with duplicate ids turned into bad rows."""
     if not path.is_file():
         raise InputError(f"input file not found: {path}")
-    records = _jsonl_records(path) if fmt == "jsonl" else _csv_records(path, columns)
+    records = list(_jsonl_records(path) if fmt == "jsonl" else _csv_records(path, columns))
+    objects = [record for _, record in records if isinstance(record, dict)]
+    for needed, option in ((columns.source, "source"), (columns.summary, "summary")):
+        if objects and not any(needed in record for record in objects):  # as a CSV header
+            found = sorted({key for record in objects for key in record})
+            raise InputError(
+                f"no row of {path.name} has a {needed!r} field (fields: "
+                f"{', '.join(found) or 'none'}); map yours with --{option}-column NAME"
+            )
     rows = [_make_row(position, record, columns, fmt) for position, record in records]
     if not rows:
         raise InputError(f"{path} has no rows to score")
@@ -143,7 +164,7 @@ def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = bounded_json.loads(line)
             except json.JSONDecodeError as exc:
                 yield number, f"line {number} is not valid JSON: {exc.msg} (column {exc.colno})"
                 continue
@@ -158,6 +179,12 @@ def _csv_records(path: Path, columns: Columns) -> Iterator[tuple[int, dict[str, 
     with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
+        repeated = repeated_names(header)
+        if repeated:  # DictReader would keep the last column of each silently
+            raise InputError(
+                f"{path.name} repeats the column(s) {', '.join(map(repr, repeated))} in its "
+                "header; give every column its own name"
+            )
         for needed, option in ((columns.source, "source"), (columns.summary, "summary")):
             if needed not in header:
                 raise InputError(
@@ -248,7 +275,7 @@ def _parse_questions(value: Any) -> list[Any]:
         text = value.strip()
         if text.startswith("["):
             try:
-                value = json.loads(text)
+                value = bounded_json.loads(text)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"not a valid JSON list: {exc.msg}") from None
         else:

@@ -52,14 +52,30 @@ def check_writable(path: Path, what: str) -> None:
         raise PathProblem(f"cannot write the {what} {path}: the file is read-only")
 
 
+def check_distinct(inputs: dict[str, Path], outputs: dict[str, Path | None]) -> None:
+    """Raise :class:`PathProblem` when an output is an input, or two outputs are one file (the
+    same path, or a hard or soft link to it): writing one would destroy the other (a report
+    written over the results, a cache over the paid answers)."""
+    given = [(what, path) for what, path in outputs.items() if path is not None]
+    for i, (what, path) in enumerate(given):
+        for in_what, in_path in inputs.items():
+            if same_file(path, in_path):
+                raise PathProblem(
+                    f"the {what} {path} is an input file ({in_what}); writing it would destroy "
+                    "that input. Choose another path."
+                )
+        for other_what, other in given[:i]:
+            if same_file(path, other):
+                raise PathProblem(
+                    f"the {what} {path} is the same file as the {other_what} {other}; one "
+                    "would overwrite the other. Choose another path."
+                )
+
+
 def check_run_paths(input_path: Path, targets: dict[str, Path | None]) -> None:
-    """Check every path a run writes (``{"results file": path, ...}``; None = not written)."""
+    """Check every path a run writes (``{"results file": path, ...}``; None = not written):
+    none may be the input or another of them, and each must be writable."""
+    check_distinct({"INPUT": input_path}, targets)
     for what, path in targets.items():
-        if path is None:
-            continue
-        if same_file(path, input_path):
-            raise PathProblem(
-                f"the {what} {path} is the input file; writing it would destroy the input. "
-                "Choose another path."
-            )
-        check_writable(path, what)
+        if path is not None:
+            check_writable(path, what)

@@ -21,11 +21,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .. import bounded_json
 from ..options import DEFAULTS, OPTION_NAMES, ScoreOptions
 from .inputs import Columns, InputError, InputRow, detect_format, read_rows, row_from_record
 from .paths import PathProblem, check_run_paths
 from .results import ResultsWriter, Row, columns, read_results, score_keys
-from .runner import plan_run
+from .runner import plan_run, stamp_settings
+from .terminal import literal
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 INPUT_SUFFIXES = (".jsonl", ".ndjson", ".csv", *PARQUET_SUFFIXES)
@@ -145,7 +147,10 @@ def read_parquet_results(output: Path) -> list[Row]:
         except Exception:
             continue  # not ours, or cut short
         for row in records:
-            row["evidence"] = json.loads(row.get("evidence") or "{}")
+            try:
+                row["evidence"] = bounded_json.loads(row.get("evidence") or "{}")
+            except json.JSONDecodeError:
+                continue  # a hand-edited row: scored again
             rows.append(row)
     return rows
 
@@ -260,12 +265,12 @@ def run_ray(
                 retries=retries,
                 groups=None,
                 rows_per_group=512,
-                actor_cpus=1.0 if ray_address else 0.5,
+                actor_cpus=None,  # sized from the cluster: never every CPU (a hang)
                 checked=True,
                 options=options,
             )
             for record in scored.iter_rows():
-                row = json.loads(record["__row"])
+                row = stamp_settings(json.loads(record["__row"]), plan.settings)
                 writer.append(row)
                 done[row["id"]] = row
                 on_row(row)
@@ -390,7 +395,10 @@ def score_on_ray(
         config = OpenAIJudgeConfig(
             inner.model, base_url=str(inner.client.base_url), settings={"timeout": timeout}
         )
-        cli.err.print(f"Judge: {judge_text}; cache {cache_path or 'off'}; Ray, {actors} actors")
+        cli.err.print(
+            f"Judge: {literal(judge_text)}; cache {literal(cache_path or 'off')}; "
+            f"Ray, {actors} actors"
+        )
     else:
         cli.err.print(f"[bold yellow]No judge[/] ({judge_text}). {cli.ENABLE_HINT}")
 
@@ -406,8 +414,8 @@ def score_on_ray(
             )
         if plan.kept:
             cli.err.print(
-                f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {output}; "
-                f"scoring {len(plan.todo)}."
+                f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in "
+                f"{literal(output)}; scoring {len(plan.todo)}."
             )
         failed["total"] = len(plan.todo)
 
@@ -435,7 +443,7 @@ def score_on_ray(
         )
     except KeyboardInterrupt:
         cli.err.print(
-            f"\n[bold yellow]Interrupted.[/] Finished rows are saved in {output}; "
+            f"\n[bold yellow]Interrupted.[/] Finished rows are saved in {literal(output)}; "
             "run the same command again to resume."
         )
         raise typer.Exit(cli.EXIT_INTERRUPTED) from None

@@ -10,6 +10,7 @@ scored. Dimensions are whatever keys the results carry, so new ones appear unask
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -77,7 +78,8 @@ def statistics_table(rows: Sequence[Row], keys: Sequence[str]) -> list[dict[str,
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A real, finite number (NaN or an infinity is no score: statistics cannot use it)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _walk(value: Any, path: tuple[str, ...] = ()) -> Iterable[tuple[tuple[str, ...], Any]]:

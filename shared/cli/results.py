@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from .. import SUB_SCORE_NAMES, SummaryEvaluation
+from .. import SUB_SCORE_NAMES, SummaryEvaluation, bounded_json
 from ..adapter_kit import JUDGE_ONLY, NO_JUDGE
 from .inputs import allow_large_csv_fields
 
@@ -202,22 +202,48 @@ def read_results(path: Path) -> list[Row]:
         with path.open(encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 try:
-                    row = json.loads(line)
+                    row = bounded_json.loads(line)
                 except json.JSONDecodeError:
                     continue  # a line cut short by a kill
                 if isinstance(row, dict) and row.get("status") in STATUSES and "id" in row:
-                    rows.append(row)
+                    rows.append(_sane(row))
         return rows
     allow_large_csv_fields()
-    with path.open(encoding="utf-8", newline="") as handle:
-        for record in csv.DictReader(handle):
-            torn = None in record or any(value is None for value in record.values())
-            if torn or record.get("status") not in STATUSES:
-                continue  # a row cut short by a kill, or not one of ours
-            row = _from_csv(record)
-            if row is not None:
-                rows.append(row)
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            for record in csv.DictReader(handle):
+                torn = None in record or any(value is None for value in record.values())
+                if torn or record.get("status") not in STATUSES:
+                    continue  # a row cut short by a kill, or not one of ours
+                row = _from_csv(record)
+                if row is not None:
+                    rows.append(_sane(row))
+    except UnicodeDecodeError as exc:
+        raise ResultsUnreadable(not_utf8(path, exc)) from None
     return rows
+
+
+class ResultsUnreadable(ValueError):
+    """A results file that cannot be read as text (it is not UTF-8): nothing is written to it."""
+
+
+def not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
+    """Why a file could not be read, and what to do."""
+    byte = exc.object[exc.start : exc.start + 1].hex()
+    return f"{path} is not UTF-8 text (byte 0x{byte} cannot be decoded); save it as UTF-8"
+
+
+def _sane(row: Row) -> Row:
+    """A row as the readers expect it, whatever a hand edit left: a number that is not finite
+    (``NaN``, ``Infinity``, which JSON readers accept) is no score (None), ``evidence`` is a
+    mapping, the id is text."""
+    for key, value in row.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            row[key] = None
+    if not isinstance(row.get("evidence"), dict):
+        row["evidence"] = {}
+    row["id"] = str(row["id"])
+    return row
 
 
 def _from_csv(record: dict[str, Any]) -> Row | None:
@@ -230,15 +256,23 @@ def _from_csv(record: dict[str, Any]) -> Row | None:
         if key in fixed:
             row[key] = value if value != "" or key in ("id", "reason") else None
         elif key == "position":
-            row[key] = int(value) if value else 0
+            row[key] = _csv_position(value)
         elif key == "evidence":
             try:
-                row[key] = json.loads(value) if value else {}
+                row[key] = bounded_json.loads(value) if value else {}
             except json.JSONDecodeError:
                 return None
         else:
             row[key] = _csv_number(value)
     return row
+
+
+def _csv_position(value: str) -> int:
+    """The ``position`` cell; 0 when it is not a number of sane length (a hand-edited file)."""
+    text = value.strip()
+    if not text or len(text) > 18 or not text.lstrip("-").isdigit():
+        return 0
+    return int(text)
 
 
 def _csv_number(value: str | None) -> float | str | None:

@@ -8,6 +8,7 @@ persistent judge cache, so even a row that was half done pays only for the calls
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +36,69 @@ class Plan:
     todo: list[InputRow] = field(default_factory=list)
     signatures: dict[str, str] = field(default_factory=dict)
     stale: list[str] = field(default_factory=list)
-    """Ids of finished rows, with unchanged texts, scored under other settings (signature)."""
+    """Ids of finished rows, with unchanged texts, scored under other settings (signature or
+    recorded settings)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """This run's settings that change a score (:func:`run_settings`), recorded in every row's
+    ``evidence.settings`` so that a resumed run compares them exactly."""
+
+    run: dict[str, Any] = field(default_factory=dict)
+    """What the run was (``input``, ``command``), recorded in ``evidence.run`` so that a report
+    rebuilt from the results shows them; never compared."""
+
+
+SETTINGS_KEY = "settings"
+"""The key of the run settings in a result row's ``evidence``."""
+RUN_KEY = "run"
+
+
+def run_settings(judge: object, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything of a run that changes a score, as JSON values compared exactly on resume: the
+    options as given (numbers as numbers: ``2.5`` and ``2.5000004`` differ, though the
+    signature's ``:g`` formats them alike), the dimension set, and the judge's model and the
+    settings that change its answers (its server's base URL among them: two servers may serve
+    different weights under one model name)."""
+    from ..judge import judge_settings
+
+    settings: dict[str, Any] = {
+        key: value for key, value in sorted(options.items()) if key != "dimensions"
+    }
+    opts = ScoreOptions.from_kwargs(dict(options))
+    settings["dimensions"] = sorted(opts.dimension_settings.dimensions)
+    settings["judge"] = None if judge is None else getattr(judge, "model_id", None)
+    settings["judge_settings"] = {} if judge is None else judge_settings(judge)
+    return json.loads(json.dumps(settings, sort_keys=True, default=str))
+
+
+def recorded_settings(row: Row) -> dict[str, Any] | None:
+    """The run settings a result row recorded, or None (a row written before they were)."""
+    evidence = row.get("evidence")
+    found = evidence.get(SETTINGS_KEY) if isinstance(evidence, dict) else None
+    return found if isinstance(found, dict) else None
+
+
+def stale_reason(previous: list[Row], plan: Plan) -> str:
+    """What differs for the first stale row of ``plan``: the recorded settings that changed
+    (old and new value), else the two signatures."""
+    row_id = plan.stale[0]
+    old = next((r for r in previous if str(r.get("id")) == row_id), {})
+    recorded = recorded_settings(old)
+    if recorded is not None and recorded != plan.settings:
+        keys = sorted(set(recorded) | set(plan.settings), key=str)
+        changed = [
+            f"{key}: {recorded.get(key)!r} then, {plan.settings.get(key)!r} now"
+            for key in keys
+            if recorded.get(key) != plan.settings.get(key)
+        ]
+        return "; ".join(changed)
+    return f"signature {str(old.get('signature'))!r}, this run {plan.signatures[row_id]!r}"
+
+
+def stamp_settings(row: Row, settings: Mapping[str, Any]) -> Row:
+    """``row`` with the run's settings recorded in its evidence (what a resume compares)."""
+    evidence = row.get("evidence")
+    row["evidence"] = {**(evidence if isinstance(evidence, dict) else {}), SETTINGS_KEY: settings}
+    return row
 
 
 def row_options(options: Mapping[str, Any], row: InputRow) -> dict[str, Any]:
@@ -69,7 +132,7 @@ def plan_run(
     options, prompts and package version), so a changed setting never mixes old scores in.
     Bad-input rows are always redone: they cost no judge call.
     """
-    plan = Plan(rows=rows)
+    plan = Plan(rows=rows, settings=run_settings(judge, options))
     by_id = {str(row.get("id")): row for row in previous}
     run_sig = expected_signature(judge, options)
     run_accepted = accepted_signatures(judge, options)
@@ -93,7 +156,9 @@ def plan_run(
             and old is not None
             and old.get("input_hash") == row.input_hash
         ):
-            if without_row_language(str(old.get("signature"))) in accepted:
+            recorded = recorded_settings(old)
+            same = recorded is None or recorded == plan.settings  # None: an older file
+            if same and without_row_language(str(old.get("signature"))) in accepted:
                 plan.kept[row.id] = old
                 continue
             plan.stale.append(row.id)
@@ -125,6 +190,9 @@ async def score_rows(
         else:
             async with limit:
                 result = await _score_one(row, judge, options, sig, keys)
+        stamp_settings(result, plan.settings)
+        if plan.run:
+            result["evidence"][RUN_KEY] = plan.run
         writer.append(result)
         done[row.id] = result
         on_row(result)

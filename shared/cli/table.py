@@ -13,10 +13,12 @@ from collections.abc import Sequence
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from .. import SUB_SCORES
 from .ranking import rank_basis, rank_value
 from .results import STATUS_OK, Row
+from .terminal import plain
 
 SHORT_NAMES = {s.name: s.short for s in SUB_SCORES if s.short != s.name}
 """The table header of each sub-score whose name is longer than a column should be."""
@@ -68,10 +70,10 @@ def results_table(
     """The table of ``rows`` for a terminal ``width`` columns wide."""
     shown = [k for k in keys if any(r.get(k) is not None for r in rows)]
     statuses = [str(r.get("status", "")) for r in rows]
-    ids = [str(r.get("id", "")) for r in rows]
+    ids = [plain(r.get("id", "")) for r in rows]
     fixed = [max([len("status"), *map(len, statuses)])]
     # each row's language, once any row is not English (an all-English run looks as before)
-    languages = [str(r.get("language") or "-") for r in rows]
+    languages = [plain(r.get("language") or "-") for r in rows]
     with_language = any(r.get("language") not in (None, "en") for r in rows)
     if with_language:
         fixed.append(max([len("lang"), *map(len, languages)]))
@@ -101,7 +103,9 @@ def results_table(
         style = "green" if status == STATUS_OK else "red"
         verdict = [] if threshold is None else [_verdict_cell(row, threshold)]
         language = [lang] if with_language else []
-        table.add_row(row_id, f"[{style}]{status}[/]", *language, *verdict, *cells)
+        table.add_row(
+            Text(row_id), Text(status, style=style), *map(Text, language), *verdict, *cells
+        )
     return table
 
 

@@ -281,8 +281,16 @@ def add_embeddings(
     unit: np.ndarray | None = None
     error: str | None = None
     if sentences:
+        # a text that repeats its sentences (one said thousands of times) embeds each distinct
+        # sentence once; other batches are embedded as they come, so their vectors stay
+        # bit-identical (the batches' composition changes the last bits of an embedding)
+        index: dict[str, int] = {}
+        where = [index.setdefault(s, len(index)) for s in sentences]
+        repetitive = len(index) <= len(sentences) // 2
+        texts = list(index) if repetitive else sentences
         try:
-            unit = unit_rows(settings.resolved_embedder().embed(sentences), len(sentences))
+            embedded = unit_rows(settings.resolved_embedder().embed(texts), len(texts))
+            unit = embedded[where] if repetitive else embedded
         except Exception as exc:  # a user embedder may fail in any way; never sink the batch
             error = f"embedder failed: {type(exc).__name__}: {exc}"
     out: list[SummaryAnalysis] = []

@@ -109,10 +109,17 @@ def default_embedder() -> MiniLMEmbedder:
         return _default
 
 
+def signature_field(value: str) -> str:
+    """A free-form name (a judge's or an embedder's model id) as one signature field: ``|``
+    separates the fields, so it is written ``%7C`` (and ``%`` as ``%25``); a model named
+    ``m|beta:9|n:99`` cannot forge the fields that follow. Other names are unchanged."""
+    return value.replace("%", "%25").replace("|", "%7C")
+
+
 def embedder_id(embedder: object) -> str:
     """The embedder's name for the signature: ``model_id`` if it has one, else its class name."""
     name = getattr(embedder, "model_id", None) or getattr(embedder, "model", None)
-    return name if isinstance(name, str) and name else type(embedder).__name__
+    return signature_field(name if isinstance(name, str) and name else type(embedder).__name__)
 
 
 def unit_rows(vectors: Any, expected: int) -> np.ndarray:

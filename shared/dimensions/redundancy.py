@@ -27,6 +27,8 @@ the deterministic part is the repeated n-grams alone (``lexical_only`` says why,
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -38,17 +40,50 @@ NGRAM = 3
 _CHUNK = 512
 
 
-def near_duplicates(unit: np.ndarray, threshold: float = DUPLICATE_THRESHOLD) -> list[SentencePair]:
-    """Pairs (earlier, later) with cosine >= threshold; chunked so long texts stay in memory."""
-    pairs: list[SentencePair] = []
+def near_duplicates(
+    unit: np.ndarray,
+    threshold: float = DUPLICATE_THRESHOLD,
+    texts: Sequence[str] | None = None,
+) -> list[SentencePair]:
+    """One pair (earliest earlier sentence, later sentence) per sentence that has an earlier one
+    with cosine >= threshold, sorted by the later sentence.
+
+    At most one pair per sentence, never every pair: a summary of 5,000 repeated sentences has
+    some 12 million duplicate pairs, and listing them was quadratic. ``texts`` (the sentences):
+    sentences of the same text are compared once, so the similarity matrix is over the distinct
+    sentences only (chunked, so a long text stays in memory)."""
     n = unit.shape[0]
-    for start in range(0, n, _CHUNK):
-        block = unit[start : start + _CHUNK] @ unit.T
-        for row, j in enumerate(range(start, min(start + _CHUNK, n))):
-            for i in np.nonzero(block[row, :j] >= threshold)[0]:
-                sim = float(min(1.0, block[row, i]))
-                pairs.append(SentencePair(first=int(i) + 1, second=j + 1, similarity=round(sim, 4)))
-    return sorted(pairs, key=lambda p: (p.first, p.second))
+    if n == 0:
+        return []
+    keys: Sequence[Any] = texts if texts is not None and len(texts) == n else range(n)
+    first_of: dict[Any, int] = {}
+    group = np.empty(n, dtype=np.int64)  # each sentence's distinct text
+    for position, key in enumerate(keys):
+        group[position] = first_of.setdefault(key, len(first_of))
+    reps = np.fromiter(first_of.values(), dtype=np.int64, count=len(first_of))
+    # first_of maps each text to its index among the distinct ones; its first position is:
+    first_pos = np.empty(len(reps), dtype=np.int64)
+    first_pos[group[::-1]] = np.arange(n - 1, -1, -1)
+    distinct = unit[first_pos]
+    earliest = np.empty(len(first_pos), dtype=np.int64)  # earliest position of a near-duplicate
+    best_sim = np.empty(len(first_pos))
+    for start in range(0, len(first_pos), _CHUNK):
+        block = distinct[start : start + _CHUNK] @ distinct.T
+        close = block >= threshold
+        close[np.arange(block.shape[0]), np.arange(start, start + block.shape[0])] = True
+        positions = np.where(close, first_pos[None, :], n)
+        pick = positions.argmin(axis=1)
+        earliest[start : start + block.shape[0]] = positions[np.arange(block.shape[0]), pick]
+        sims = block[np.arange(block.shape[0]), pick]
+        best_sim[start : start + block.shape[0]] = sims
+    pairs = []
+    for j in range(n):
+        g = group[j]
+        i = int(earliest[g])
+        if i < j:
+            sim = 1.0 if i == first_pos[g] else float(min(1.0, best_sim[g]))
+            pairs.append(SentencePair(first=i + 1, second=j + 1, similarity=round(sim, 4)))
+    return pairs
 
 
 def repeated_ngrams(
@@ -92,7 +127,7 @@ def score_non_redundancy(
         return NonRedundancyEvidence(reason="not computed: the summary has no sentence")
     if unit is None and not lexical_only:
         raise ValueError("score_non_redundancy needs sentence embeddings or lexical_only")
-    pairs = near_duplicates(unit) if unit is not None else []
+    pairs = near_duplicates(unit, texts=sentences) if unit is not None else []
     duplicate_share = len({p.second for p in pairs}) / n
     ngram_share, grams = repeated_ngrams(words, stop)
     det = max(duplicate_share, ngram_share)

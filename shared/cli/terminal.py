@@ -1,0 +1,33 @@
+"""Text from users and servers printed literally: never as rich markup, never as terminal
+control sequences.
+
+An id ``[link=http://evil]click[/link]`` would print as a hyperlink and ``[bold red]X[/]`` be
+consumed as markup; an id holding ``ESC ] 0 ; … BEL`` would set the terminal's title, and
+``ESC [ 2 J`` clear the screen. :func:`plain` shows every control character (C0, DEL, C1) and
+every bidirectional override as a visible escape (``\\x1b``, ``\\u202e``), keeping newlines and
+tabs; :func:`literal` also escapes rich markup, for a value put into a message that has markup
+of its own.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.markup import escape
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def plain(value: object) -> str:
+    """``str(value)`` with control characters and bidi overrides shown as escapes."""
+    return _CONTROL.sub(_visible, str(value))
+
+
+def literal(value: object) -> str:
+    """:func:`plain`, with rich markup escaped: safe inside a markup string."""
+    return escape(plain(value))
