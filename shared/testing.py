@@ -21,6 +21,7 @@ import asyncio
 import collections
 import json
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -441,6 +442,7 @@ class StubURL(str):
     requests: list[dict[str, Any]]
     judge: FakeJudge
     usage: dict[str, int]
+    replies: list[dict[str, Any]]
 
     @property
     def count(self) -> int:
@@ -483,7 +485,8 @@ def stub_server(
     before it is answered: a test blocks there on its events to hold a reply (a slow or a hung
     server). ``raw_reply=(content_type, body)`` answers every chat request with that body (an
     HTML page, a stream). ``url.usage`` sums what the stub reported: ``calls`` (requests
-    received), ``prompt_tokens``, ``cached_tokens``, ``completion_tokens``.
+    received), ``prompt_tokens``, ``cached_tokens``, ``completion_tokens``; ``url.replies``
+    lists each answered request's counts and ``json_schema`` name.
     """
     fake = judge if judge is not None else FakeJudge()
     known = {**_SCHEMAS_BY_NAME, **{s.__name__: s for s in schemas}}
@@ -492,6 +495,7 @@ def stub_server(
     lock = threading.Lock()
     failures = {"left": fail_first}
     reported = {"calls": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
+    replies: list[dict[str, Any]] = []
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
@@ -606,6 +610,14 @@ def stub_server(
                 reported["prompt_tokens"] += prompt_tokens
                 reported["cached_tokens"] += cached
                 reported["completion_tokens"] += completion_tokens
+                replies.append(
+                    {
+                        "schema": (response_format.get("json_schema") or {}).get("name"),
+                        "prompt_tokens": prompt_tokens,
+                        "cached_tokens": cached,
+                        "completion_tokens": completion_tokens,
+                    }
+                )
             self._send(
                 200,
                 {
@@ -625,7 +637,7 @@ def stub_server(
                 },
             )
 
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server = _QuietServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="stub-server", daemon=True)
     thread.start()
@@ -633,12 +645,22 @@ def stub_server(
     url.requests = seen
     url.judge = fake
     url.usage = reported
+    url.replies = replies
     try:
         yield url
     finally:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that gave up on a held reply (its deadline passed) is no server error."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], BrokenPipeError | ConnectionResetError):
+            return
+        super().handle_error(request, client_address)
 
 
 def _schema_in_system(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
