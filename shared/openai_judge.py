@@ -103,10 +103,10 @@ class JudgeProbe(BaseModel):
 @dataclasses.dataclass(frozen=True)
 class ServerProbe:
     """What the probe found: the structured ``mode`` that works, the server's generation speed
-    (``tokens_per_s``: the server's own figure when it reports one, llama.cpp
-    ``timings.predicted_per_second``, else completion tokens over the probe's wall time), its
-    parallel ``slots`` when published, the probe's wall ``seconds``, and ``error`` when it got
-    no usable answer. ``from_cache``: read from the persistent cache, not measured now."""
+    (``tokens_per_s``, where the server reports it: llama.cpp ``timings.predicted_per_second``;
+    a few tokens over the wall time would measure latency, not speed), its parallel ``slots``
+    when published, the probe's wall ``seconds``, and ``error`` when it got no usable answer.
+    ``from_cache``: read from the persistent cache, not measured now."""
 
     mode: str
     tokens_per_s: float | None = None
@@ -551,8 +551,6 @@ class OpenAIJudge:
         while True:
             mode = self.mode
             messages, response_format = _request_parts(mode, PROBE_PROMPT, JudgeProbe)
-            before = self.usage["completion_tokens"]
-            sent = loop.time()
             try:
                 response = await self._send(
                     messages, response_format, PROBE_MAX_TOKENS, timeout=limit, retries=1
@@ -567,11 +565,9 @@ class OpenAIJudge:
                     error=failure_reason(exc),
                 )
             self._confirm(mode)
-            seconds = loop.time() - sent
-            tokens = self.usage["completion_tokens"] - before
+            # the server's own figure only: a handful of tokens over the wall time measures the
+            # latency, not the speed (the progress line measures the speed during the run)
             speed = _reported_speed(response)
-            if speed is None and tokens and seconds > 0:
-                speed = tokens / seconds
             slots = await discover_slots(
                 self.base_url, getattr(self.client, "api_key", None), timeout=min(limit, 10.0)
             )

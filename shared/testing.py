@@ -443,6 +443,7 @@ class StubURL(str):
     judge: FakeJudge
     usage: dict[str, int]
     replies: list[dict[str, Any]]
+    auth: list[str | None]
 
     @property
     def count(self) -> int:
@@ -464,6 +465,7 @@ def stub_server(
     slots: int | None = None,
     before_answer: Callable[[dict[str, Any]], None] | None = None,
     raw_reply: tuple[str, str] | None = None,
+    tokens_per_s: float | None = None,
 ) -> Iterator[StubURL]:
     """Serve ``/v1/chat/completions`` (and ``GET /v1/models``) on 127.0.0.1 (``port``; 0 = a
     free one) through ``judge``.
@@ -486,7 +488,9 @@ def stub_server(
     server). ``raw_reply=(content_type, body)`` answers every chat request with that body (an
     HTML page, a stream). ``url.usage`` sums what the stub reported: ``calls`` (requests
     received), ``prompt_tokens``, ``cached_tokens``, ``completion_tokens``; ``url.replies``
-    lists each answered request's counts and ``json_schema`` name.
+    lists each answered request's counts and ``json_schema`` name. ``tokens_per_s`` reports
+    that generation speed in llama.cpp's ``timings.predicted_per_second``. ``url.auth`` holds
+    each chat request's ``Authorization`` header.
     """
     fake = judge if judge is not None else FakeJudge()
     known = {**_SCHEMAS_BY_NAME, **{s.__name__: s for s in schemas}}
@@ -496,6 +500,7 @@ def stub_server(
     failures = {"left": fail_first}
     reported = {"calls": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
     replies: list[dict[str, Any]] = []
+    auth: list[str | None] = []
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
@@ -539,6 +544,7 @@ def stub_server(
                 return
             with lock:
                 seen.append(request)
+                auth.append(self.headers.get("Authorization"))
                 reported["calls"] += 1
                 fail = failures["left"] > 0
                 if fail:
@@ -606,6 +612,8 @@ def stub_server(
                 usage["prompt_tokens_details"] = {"cached_tokens": cached}
             elif cached_tokens:
                 extra["timings"] = {"cache_n": cached, "prompt_n": prompt_tokens - cached}
+            if tokens_per_s is not None:
+                extra.setdefault("timings", {})["predicted_per_second"] = tokens_per_s
             with lock:
                 reported["prompt_tokens"] += prompt_tokens
                 reported["cached_tokens"] += cached
@@ -646,6 +654,7 @@ def stub_server(
     url.judge = fake
     url.usage = reported
     url.replies = replies
+    url.auth = auth
     try:
         yield url
     finally:

@@ -5,6 +5,7 @@ events' own timeouts are fuses that turn a deadlock into a failure, never a meas
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -188,3 +189,165 @@ def test_the_probe_is_remembered_in_the_persistent_cache(
     assert later and not any(_is_probe(r) for r in later)
     assert {r["response_format"]["type"] for r in later} == {"json_object"}
     assert openai_judge._probes[(again.base_url, "stub-model", "auto")].from_cache
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+def _cli(*args: Any) -> tuple[int, str]:
+    from typer.testing import CliRunner
+
+    from shared.cli.app import app
+
+    result = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+    return result.exit_code, " ".join(result.output.split())
+
+
+def _rows(tmp_path: Any, seed: tuple[str, str], count: int = 2) -> Any:
+    import json
+
+    path = tmp_path / "in.jsonl"
+    lines = [{"id": f"r{i}", "source": seed[0], "summary": SUMMARIES[i]} for i in range(count)]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_dry_run_prints_the_estimate_and_calls_no_judge(
+    seed: tuple[str, str], tmp_path: Any
+) -> None:
+    with stub_server() as url:
+        code, text = _cli(
+            "score", _rows(tmp_path, seed), "--base-url", url, "--model", "gpt-4o-mini",
+            "--no-cache", "--dry-run", "--price-in", "1", "--price-out", "4",
+            "-o", tmp_path / "out.jsonl",
+        )  # fmt: skip
+        assert url.count == 0
+    assert code == 0, text
+    assert "Estimate for 2 row(s): about" in text and "judge calls" in text
+    assert "(given)" in text and "no judge was called" in text
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_the_run_bill_equals_the_servers_counts_everywhere(
+    seed: tuple[str, str], tmp_path: Any
+) -> None:
+    import json
+
+    out = tmp_path / "out.jsonl"
+    with stub_server(cached_tokens=25, slots=2) as url:
+        code, text = _cli(
+            "score", _rows(tmp_path, seed), "--base-url", url, "--model", "stub",
+            "--no-cache", "-o", out,
+        )  # fmt: skip
+        reported = dict(url.usage)
+    assert code == 0, text
+    bill = (
+        f"{reported['calls']} calls (0 retries), {reported['prompt_tokens']:,} prompt tokens "
+        f"({reported['cached_tokens']:,} cached), {reported['completion_tokens']:,} completion "
+        "tokens, $0.00 (local server)"
+    )
+    assert f"Judge bill: {bill}" in text
+    # the server published 2 slots and --concurrency was not given
+    assert "2 parallel slot(s)" in text and "Concurrency 2: the server's slots" in text
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    per_row = [row["evidence"]["usage"] for row in rows]
+    assert sum(u["calls"] for u in per_row) == reported["calls"] - 1  # all but the probe
+    assert all(row["evidence"]["cost"] == 0.0 for row in rows)
+    report = (tmp_path / "out.report.html").read_text()
+    assert f'id="judge-bill">{bill}' in report
+
+
+def test_a_slow_server_gets_a_per_call_limit_that_fits_or_advice(
+    seed: tuple[str, str], tmp_path: Any
+) -> None:
+    # llama.cpp reports its generation speed; at 2 tokens/s the longest reply the schemas allow
+    # cannot be written in 120 s
+    with stub_server(tokens_per_s=2.0) as url:
+        code, text = _cli(
+            "score", _rows(tmp_path, seed, 1), "--base-url", url, "--model", "stub",
+            "--no-cache", "-o", tmp_path / "a.jsonl",
+        )  # fmt: skip
+        assert code == 0, text
+        assert "2 tokens/s" in text and "Per-call limit raised to" in text
+        openai_judge._probes.clear()
+        code, text = _cli(
+            "score", _rows(tmp_path, seed, 1), "--base-url", url, "--model", "stub",
+            "--no-cache", "--timeout", "30", "-o", tmp_path / "b.jsonl",
+        )  # fmt: skip
+    assert code == 0, text
+    assert "--timeout 30 may be too short" in text and "pass --timeout" in text
+    assert "Per-call limit raised" not in text
+
+
+def test_api_key_flag_reaches_the_server_and_errors_speak_in_flags(
+    seed: tuple[str, str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with stub_server() as url:
+        code, text = _cli(
+            "score", _rows(tmp_path, seed, 1), "--base-url", url, "--model", "stub",
+            "--api-key", "sk-test-123", "--no-cache", "-o", tmp_path / "a.jsonl",
+        )  # fmt: skip
+        assert code == 0, text
+        assert url.auth and set(url.auth) == {"Bearer sk-test-123"}
+    code, text = _cli(
+        "score", _rows(tmp_path, seed, 1), "--model", "gpt-4o-mini", "--no-cache",
+        "-o", tmp_path / "b.jsonl",
+    )  # fmt: skip
+    assert code == 2
+    assert "pass --api-key or set OPENAI_API_KEY" in text and "api_key=" not in text
+    code, text = _cli("check-judge", "--model", "gpt-4o-mini")
+    assert code == 2
+    assert "--api-key or set OPENAI_API_KEY" in text
+
+
+def test_the_progress_line_shows_the_judge_from_its_first_call() -> None:
+    # Injected clock; the judge answers only when the test sets its event.
+    from pydantic import BaseModel
+
+    from shared.cli.judge_wait import InFlightJudge, JudgeActivityColumn, waiting_text
+
+    class Answer(BaseModel):
+        text: str
+
+    class Gate:
+        model_id = "gate"
+
+        def __init__(self) -> None:
+            self.started = asyncio.Event()
+            self.release = asyncio.Event()
+            self.usage = {"completion_tokens": 0}
+
+        async def generate(self, prompt: str, schema: type[Answer]) -> Answer:
+            self.started.set()
+            await self.release.wait()
+            self.usage["completion_tokens"] += 250
+            return Answer(text=prompt)
+
+    now = {"t": 500.0}
+    seen: list[str] = []
+
+    async def scenario() -> None:
+        inner = Gate()
+        tracked = InFlightJudge(inner, clock=lambda: now["t"])
+        column = JudgeActivityColumn(tracked, expected_completion_tokens=1000)
+        seen.append(column.render(None).plain)  # no call yet
+        call = asyncio.ensure_future(tracked.generate("one", Answer))
+        await inner.started.wait()
+        now["t"] = 502.0
+        seen.append(column.render(None).plain)  # in flight, nothing written yet
+        now["t"] = 515.0
+        seen.append(waiting_text(tracked, now["t"]))  # 15 s: the waiting notice, no row done
+        inner.release.set()
+        await call
+        now["t"] = 525.0  # 250 tokens in 25 s: 10 tok/s, 750 left: 75 s
+        seen.append(column.render(None).plain)
+
+    asyncio.run(scenario())
+    assert seen == [
+        "",
+        "judge: 1 in flight, -- tok/s, 2 s since the first call",
+        "waiting on the judge: 1 call in flight, oldest 15 s",
+        "judge: 0 in flight, 10.0 tok/s, 25 s since the first call, ETA ~1m15s",
+    ]
