@@ -91,6 +91,13 @@ PROBE_MAX_TOKENS = 16
 PROBE_TIMEOUT = 60.0
 """The probe's own limit (or ``timeout`` when smaller): a server that cannot write a handful of
 tokens in a minute is reported before the run, not waited on."""
+FIT_MARGIN = 1.25
+"""Room left by a per-call limit fitted to a measured speed."""
+FIT_MIN_TOKENS = 200
+"""Completion tokens measured before a fitted limit is trusted."""
+FIT_CEILING_S = 900.0
+"""The most a fitted per-call limit grows to (a server that stops answering mid-run is still
+found out within it)."""
 PROBE_PROMPT = 'Reply with the JSON object {"ok": true} and nothing else.'
 
 
@@ -192,6 +199,7 @@ class OpenAIJudge:
         price_in: float | None = None,
         price_cached: float | None = None,
         price_out: float | None = None,
+        fit_timeout: bool = False,
     ) -> None:
         from openai import AsyncOpenAI
 
@@ -213,6 +221,10 @@ class OpenAIJudge:
             raise ValueError(f"max_retries must be an integer >= 0, got {max_retries!r}")
         self.timeout = float(timeout)
         self.max_retries = max_retries
+        self.fit_timeout = fit_timeout
+        """Let a call's limit grow past ``timeout`` to what its longest allowed reply takes at
+        the speed measured so far (:meth:`fitted_limit`); ``summary-eval score`` sets it when
+        ``--timeout`` is not given."""
         self._own_clients = client is None
         if client is None:
             base_url = base_url or os.environ.get("OPENAI_BASE_URL")
@@ -431,6 +443,8 @@ class OpenAIJudge:
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
         limit = self.timeout if timeout is None else timeout
+        if timeout is None and self.fit_timeout and max_tokens:
+            limit = max(limit, self.fitted_limit(max_tokens))
         allowed = self.max_retries if retries is None else retries
         client = await self._client()
         loop = asyncio.get_running_loop()
@@ -465,6 +479,16 @@ class OpenAIJudge:
                 continue
             self._note_reply(response, messages, loop.time() - started)
             return response
+
+    def fitted_limit(self, max_tokens: int) -> float:
+        """With ``fit_timeout``: the seconds a reply of ``max_tokens`` takes at the per-call
+        speed measured so far (``generation``: completion tokens over the seconds their calls
+        took, queueing and prompt included), with 25% room, at most :data:`FIT_CEILING_S`; 0
+        before any call has been measured (``timeout`` applies)."""
+        tokens, seconds = self.generation["tokens"], self.generation["seconds"]
+        if tokens < FIT_MIN_TOKENS or seconds <= 0:
+            return 0.0
+        return min(max_tokens * seconds / tokens * FIT_MARGIN, FIT_CEILING_S)
 
     def _note_reply(self, response: Any, messages: list[dict[str, str]], seconds: float) -> None:
         """Count a reply's tokens; refuse a body that is no chat completion (an HTML page, a

@@ -351,3 +351,55 @@ def test_the_progress_line_shows_the_judge_from_its_first_call() -> None:
         "waiting on the judge: 1 call in flight, oldest 15 s",
         "judge: 0 in flight, 10.0 tok/s, 25 s since the first call, ETA ~1m15s",
     ]
+
+
+def test_a_fitted_limit_follows_the_measured_speed_only_when_asked() -> None:
+    judge = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", timeout=120)
+    assert judge.fitted_limit(1000) == 0.0  # nothing measured yet: the timeout applies
+    judge.generation.update(tokens=400, seconds=100.0)  # 4 tokens/s per call
+    assert judge.fitted_limit(1000) == pytest.approx(1000 / 4 * openai_judge.FIT_MARGIN)
+    assert judge.fitted_limit(100_000) == openai_judge.FIT_CEILING_S
+    assert judge.fit_timeout is False  # the Python default: timeout is the limit
+
+
+def test_each_call_is_sent_with_its_fitted_limit() -> None:
+    from openai.types.chat import ChatCompletion
+    from pydantic import BaseModel
+
+    class Reply(BaseModel):
+        ok: bool
+
+    sent: list[float] = []
+
+    class Client:
+        base_url = "http://127.0.0.1:9/v1/"
+        api_key = "x"
+
+        def with_options(self, **kwargs: Any) -> Client:
+            return self
+
+        @property
+        def chat(self) -> Client:
+            return self
+
+        @property
+        def completions(self) -> Client:
+            return self
+
+        async def create(self, **kwargs: Any) -> ChatCompletion:
+            sent.append(kwargs["timeout"])
+            return ChatCompletion.model_validate(
+                {
+                    "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": '{"ok": true}'}}],
+                    "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55},
+                }
+            )  # fmt: skip
+
+    for fit in (False, True):
+        judge = OpenAIJudge("m", client=Client(), timeout=30, max_tokens=1000, fit_timeout=fit)
+        judge.generation.update(tokens=400, seconds=100.0)  # measured: 4 tokens/s per call
+        assert asyncio.run(judge.generate("p", Reply)).ok
+    assert sent[0] == pytest.approx(30, abs=1)  # fit_timeout off: the timeout
+    assert sent[1] == pytest.approx(1000 / 4 * openai_judge.FIT_MARGIN, abs=1)

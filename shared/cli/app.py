@@ -220,6 +220,7 @@ def fit_to_server(
     the longest reply the schemas allow at the measured speed is raised when ``--timeout`` was
     not given (and advised otherwise). Returns the (timeout, concurrency) the run uses."""
     from ..judge import base_judge
+    from ..openai_judge import FIT_CEILING_S
     from ..pricing import is_local_url
     from ..schemas import questions_schema, reply_token_limit, verdicts_schema
     from ..usage import negotiate_judge
@@ -249,15 +250,25 @@ def fit_to_server(
         if limited is not None:
             limited.concurrency = concurrency
         err.print(f"Concurrency {concurrency}: the server's slots (--concurrency to change).")
+    if not timeout_given:
+        inner.fit_timeout = True  # each call's limit follows the speed measured in the run
+        err.print(
+            f"Per-call limit {timeout:g} s, longer for a long reply once the run has measured "
+            f"the server's speed (at most {FIT_CEILING_S:g} s); --timeout fixes it."
+        )
     if probe.tokens_per_s:
         longest = max(
             reply_token_limit(questions_schema(n)) or 0, reply_token_limit(verdicts_schema(n)) or 0
         )
-        needed = math.ceil(longest / probe.tokens_per_s * SPEED_MARGIN / 10) * 10
+        # calls in parallel share the server: assume no gain from batching them
+        parallel = min(concurrency, probe.slots) if probe.slots else concurrency
+        per_call = probe.tokens_per_s / max(parallel, 1)
+        needed = math.ceil(longest / per_call * SPEED_MARGIN / 10) * 10
         if needed > timeout:
             what = (
                 f"the longest reply the schemas allow ({longest} tokens) takes about "
-                f"{longest / probe.tokens_per_s:.0f} s at {probe.tokens_per_s:g} tokens/s"
+                f"{longest / per_call:.0f} s at {probe.tokens_per_s:g} tokens/s shared by "
+                f"{parallel} call(s) in parallel"
             )
             if timeout_given:
                 err.print(
