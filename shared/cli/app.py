@@ -250,12 +250,6 @@ def fit_to_server(
         if limited is not None:
             limited.concurrency = concurrency
         err.print(f"Concurrency {concurrency}: the server's slots (--concurrency to change).")
-    if not timeout_given:
-        inner.fit_timeout = True  # each call's limit follows the speed measured in the run
-        err.print(
-            f"Per-call limit {timeout:g} s, longer for a long reply once the run has measured "
-            f"the server's speed (at most {FIT_CEILING_S:g} s); --timeout fixes it."
-        )
     if probe.tokens_per_s:
         longest = max(
             reply_token_limit(questions_schema(n)) or 0, reply_token_limit(verdicts_schema(n)) or 0
@@ -278,10 +272,16 @@ def fit_to_server(
             else:
                 err.print(
                     f"[yellow]Per-call limit raised to {needed} s[/] (from {timeout:g} s): "
-                    f"{what}. --timeout sets it."
+                    f"{what}."
                 )
                 timeout = float(needed)
                 inner.timeout = timeout
+    if not timeout_given:
+        inner.fit_timeout = True  # each call's limit follows the speed measured in the run
+        err.print(
+            f"Per-call limit {timeout:g} s, longer for a long reply once the run has measured "
+            f"the server's speed (at most {FIT_CEILING_S:g} s); --timeout fixes it."
+        )
     return timeout, concurrency
 
 
