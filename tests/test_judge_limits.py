@@ -403,3 +403,28 @@ def test_each_call_is_sent_with_its_fitted_limit() -> None:
         assert asyncio.run(judge.generate("p", Reply)).ok
     assert sent[0] == pytest.approx(30, abs=1)  # fit_timeout off: the timeout
     assert sent[1] == pytest.approx(1000 / 4 * openai_judge.FIT_MARGIN, abs=1)
+
+
+def test_score_against_a_server_that_never_answers_ends_with_reasons(
+    seed: tuple[str, str], tmp_path: Any
+) -> None:
+    import json
+
+    release = threading.Event()
+    out = tmp_path / "out.jsonl"
+    with stub_server(before_answer=lambda request: release.wait(FUSE)) as url:
+        try:
+            code, text = _cli(
+                "score", _rows(tmp_path, seed), "--base-url", url, "--model", "stub",
+                "--no-cache", "--timeout", "1", "-o", out,
+            )  # fmt: skip
+        finally:
+            release.set()
+        sent = url.usage["calls"]
+    assert code == 1, text
+    assert "did not answer a one-line probe" in text
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [row["status"] for row in rows] == ["unscored", "unscored"]
+    assert all("judge call timed out: no reply within 1 s" in row["error"] for row in rows)
+    # one request per call, none retried: the bill says what the server received
+    assert f"Judge bill: {sent} calls (0 retries)" in text
