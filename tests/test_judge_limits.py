@@ -306,7 +306,12 @@ def test_the_progress_line_shows_the_judge_from_its_first_call() -> None:
     # Injected clock; the judge answers only when the test sets its event.
     from pydantic import BaseModel
 
-    from shared.cli.judge_wait import InFlightJudge, JudgeActivityColumn, waiting_text
+    from shared.cli.judge_wait import (
+        InFlightJudge,
+        JudgeActivityColumn,
+        activity_text,
+        waiting_text,
+    )
 
     class Answer(BaseModel):
         text: str
@@ -344,12 +349,18 @@ def test_the_progress_line_shows_the_judge_from_its_first_call() -> None:
         now["t"] = 525.0  # 250 tokens in 25 s: 10 tok/s, 750 left: 75 s
         seen.append(column.render(None).plain)
 
+        # 4 calls estimated at 1,000 tokens in all, but the one answered wrote 250 (and the
+        # judge counts its request): 4 x 250 = 1,000, so the same ETA; with 8 calls, 2,000
+        inner.usage["calls"] = 1
+        seen.append(activity_text(tracked, now["t"], 1000, expected_calls=8))
+
     asyncio.run(scenario())
     assert seen == [
         "",
         "judge: 1 in flight, -- tok/s, 2 s since the first call",
         "waiting on the judge: 1 call in flight, oldest 15 s",
         "judge: 0 in flight, 10.0 tok/s, 25 s since the first call, ETA ~1m15s",
+        "judge: 0 in flight, 10.0 tok/s, 25 s since the first call, ETA ~2m55s",
     ]
 
 

@@ -530,7 +530,7 @@ def score(
             f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {output}; "
             f"scoring {len(plan.todo)}."
         )
-    expected_completion = None
+    expected_completion = expected_calls = None
     if judge is not None and plan.todo:
         from .bill import estimate_run, estimate_text
         from ..usage import judge_prices
@@ -541,7 +541,7 @@ def score(
         except Exception as exc:  # an estimate must never stop a run
             err.print(f"[yellow]No estimate:[/] {type(exc).__name__}: {exc}")
         else:
-            expected_completion = estimate.completion_tokens
+            expected_completion, expected_calls = estimate.completion_tokens, estimate.calls
             err.print(estimate_text(estimate, judge_prices(judge)))
     if dry_run:
         err.print("--dry-run: no judge was called.")
@@ -572,7 +572,7 @@ def score(
         TextColumn("eta"),
         TimeRemainingColumn(),
         TextColumn("{task.fields[failed]} failed"),
-        JudgeActivityColumn(in_flight_of(judge), expected_completion),
+        JudgeActivityColumn(in_flight_of(judge), expected_completion, expected_calls),
         JudgeWaitColumn(in_flight_of(judge)),
         console=err,
     )

@@ -112,18 +112,29 @@ def _duration(seconds: float) -> str:
 
 
 def activity_text(
-    judge: InFlightJudge, now: float, expected_completion_tokens: int | None = None
+    judge: InFlightJudge,
+    now: float,
+    expected_completion_tokens: int | None = None,
+    expected_calls: int | None = None,
 ) -> str:
     """``judge: 3 in flight, 12.5 tok/s, 1m05s, ETA ~4m10s`` from the first call on: the calls
     now in flight, completion tokens per second since the first call started (the server's
     measured speed, summed over parallel calls), the time since then, and the time the
-    estimated completion tokens still to write take at that speed. Empty before any call."""
+    estimated completion tokens still to write take at that speed (``expected_calls`` times the
+    mean answer so far, when that is more). Empty before any call."""
     if judge.first_started is None:
         return ""
     count, _oldest = judge.pending()
     elapsed = max(now - judge.first_started, 0.0)
     usage = getattr(base_judge(judge), "usage", None)
     written = usage.get("completion_tokens", 0) if isinstance(usage, dict) else 0
+    answered = (usage.get("calls", 0) if isinstance(usage, dict) else 0) - count
+    if expected_calls and answered > 0 and written:
+        # the estimate's stand-in writes shorter answers than a real model: once calls have
+        # been answered, their mean length times the estimated calls is the better guess
+        expected_completion_tokens = max(
+            expected_completion_tokens or 0, round(expected_calls * written / answered)
+        )
     parts = [f"judge: {count} in flight"]
     speed = written / elapsed if elapsed > 0 and written else None
     parts.append(f"{speed:.1f} tok/s" if speed else "-- tok/s")
@@ -140,13 +151,18 @@ class JudgeActivityColumn(ProgressColumn):
     ETA)."""
 
     def __init__(
-        self, judge: InFlightJudge | None, expected_completion_tokens: int | None = None
+        self,
+        judge: InFlightJudge | None,
+        expected_completion_tokens: int | None = None,
+        expected_calls: int | None = None,
     ) -> None:
         super().__init__()
         self.judge = judge
         self.expected = expected_completion_tokens
+        self.expected_calls = expected_calls
 
     def render(self, task: Task | Any) -> Text:
         if self.judge is None:
             return Text("")
-        return Text(activity_text(self.judge, self.judge.clock(), self.expected), style="cyan")
+        text = activity_text(self.judge, self.judge.clock(), self.expected, self.expected_calls)
+        return Text(text, style="cyan")
