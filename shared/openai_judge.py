@@ -245,7 +245,9 @@ class OpenAIJudge:
             }
             client = AsyncOpenAI(**self._client_args)
         self.client = client
-        self._caller_client = None if self._own_clients else client.with_options(max_retries=0)
+        # the judge retries within each call's deadline: a caller's client must not retry too
+        with_options = None if self._own_clients else getattr(client, "with_options", None)
+        self._caller_client = with_options(max_retries=0) if with_options else client
         self.base_url = str(client.base_url)
         # An AsyncOpenAI client's kept-alive connections belong to the event loop that opened
         # them; each sync call (asyncio.run) has a new loop, so a client is made per loop and
