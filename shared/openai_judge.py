@@ -126,6 +126,7 @@ class ServerProbe:
 class JudgeTimeout(JudgeFailed):
     """A judge call got no reply within its deadline (``timeout``, its retries included)."""
 
+
 TRUNCATION_CHARS_PER_TOKEN = 6
 """A prompt of ``c`` non-blank characters is at least ``c / 6`` tokens for every tokenizer we know
 (English runs at 4-5 characters per token, other scripts at fewer): a server that counts fewer

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from shared import OpenAIJudge, robust_judge, score_summaries, score_summary
-from shared import openai_judge
+from shared import OpenAIJudge, openai_judge, robust_judge, score_summaries, score_summary
 from shared.testing import stub_server
 from shared.usage import USAGE_KEYS
 

@@ -137,7 +137,8 @@ def _run_recipe(port: str, workdir: Path, deadline_s: float) -> tuple[list[dict]
             output, _ = process.communicate()
     wall = time.monotonic() - started
     results = workdir / "summaries.results.jsonl"
-    rows = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
+    lines = results.read_text().splitlines() if results.exists() else []
+    rows = [json.loads(line) for line in lines]
     return rows, output.decode(errors="replace"), wall
 
 

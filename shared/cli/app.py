@@ -240,8 +240,10 @@ def fit_to_server(
         found.append(f"{probe.tokens_per_s:g} tokens/s")
     if probe.slots:
         found.append(f"{probe.slots} parallel slot(s)")
-    when = " (remembered from an earlier run)" if probe.from_cache else (
-        f" (probe {probe.seconds:.1f} s)" if probe.seconds is not None else ""
+    when = (
+        " (remembered from an earlier run)"
+        if probe.from_cache
+        else (f" (probe {probe.seconds:.1f} s)" if probe.seconds is not None else "")
     )
     err.print(f"Judge server: {', '.join(found)}{when}.")
     if probe.slots and not concurrency_given and is_local_url(inner.base_url):
@@ -271,8 +273,7 @@ def fit_to_server(
                 )
             else:
                 err.print(
-                    f"[yellow]Per-call limit raised to {needed} s[/] (from {timeout:g} s): "
-                    f"{what}."
+                    f"[yellow]Per-call limit raised to {needed} s[/] (from {timeout:g} s): {what}."
                 )
                 timeout = float(needed)
                 inner.timeout = timeout
@@ -532,8 +533,8 @@ def score(
         )
     expected_completion = expected_calls = None
     if judge is not None and plan.todo:
-        from .bill import estimate_run, estimate_text
         from ..usage import judge_prices
+        from .bill import estimate_run, estimate_text
 
         pairs = [(r.source, r.summary) for r in plan.todo if r.error is None]
         try:

@@ -100,8 +100,8 @@ class JudgeWaitColumn(ProgressColumn):
         return Text(waiting_text(self.judge, self.judge.clock(), self.after), style="yellow")
 
 
-def _duration(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
+def _duration(span: float) -> str:
+    seconds = max(0, round(span))
     if seconds < 60:
         return f"{seconds} s"
     minutes, seconds = divmod(seconds, 60)

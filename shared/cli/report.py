@@ -10,7 +10,6 @@ scored. Dimensions are whatever keys the results carry, so new ones appear unask
 from __future__ import annotations
 
 import json
-
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
