@@ -200,6 +200,9 @@ class _SummaryMetricBase(BaseMetric):
     def _record(self, evaluation: SummaryEvaluation, usage: CaseUsage) -> None:
         """Copy one evaluation into DeepEval's result fields, all at once (no await in between,
         so concurrent cases on one instance never interleave their fields)."""
+        if usage.cost is None and evaluation.cost is not None:
+            # a summary-eval judge (OpenAIJudge) bills its own calls: the row's cost
+            usage.cost = evaluation.cost
         sub_scores = evaluation.sub_scores()
         value = sub_scores.get(self._score_key)
         # Only this metric's own value decides: a dimension the core computed is reported even

@@ -192,10 +192,23 @@ class ValidatingJudge(_Wrapper):
             except (JudgeOutputError, ValidationError, ValueError) as exc:
                 last_error = _describe(exc)
                 attempt_prompt = prompt + RETRY_NOTE.format(error=last_error)
+                if _attempt < self.retries:
+                    _count_retry(self)
         raise JudgeFailed(
             f"judge output for {schema.__name__} still invalid after {self.retries + 1} "
             f"attempt(s): {last_error}"
         )
+
+
+def _count_retry(judge: _Wrapper) -> None:
+    """An invalid answer asked again is a retry in the bill of a judge that keeps one
+    (``usage["retries"]``, and the row's usage collector)."""
+    usage = getattr(_unwrap(judge), "usage", None)
+    if isinstance(usage, dict) and "retries" in usage:
+        from .usage import record_usage
+
+        usage["retries"] += 1
+        record_usage(retries=1)
 
 
 def validation_summary(exc: ValidationError) -> str:
@@ -438,6 +451,9 @@ def robust_judge(
         store = SQLiteStore(cache)
     else:
         store = cache
+    remember = getattr(_unwrap(judge), "remember_in", None)
+    if isinstance(store, SQLiteStore) and callable(remember):
+        remember(store)  # what the judge learns about its server survives a rerun
     return CachedJudge(wrapped, store)
 
 

@@ -75,6 +75,7 @@ from .options import (
 from .prompts import StyleReview
 from .result import QuestionEvidence, SummaryEvaluation
 from .scoring import alignment_ratio, combine_scores, weighted_coverage
+from .usage import collect_usage, negotiate_judge, usage_fields
 
 
 async def _dimensions(
@@ -128,7 +129,8 @@ async def _evaluate(
     signature). ``language``: the row's languages when the batch already resolved them."""
     if language is None:
         language = resolve_languages(source, summary, options.language)
-    result = await _evaluate_row(source, summary, judge, options, batch, index, language)
+    with collect_usage() as usage:  # this row's judge requests (cached answers cost none)
+        result = await _evaluate_row(source, summary, judge, options, batch, index, language)
     settings = options.dimension_settings
     analysis = None
     if settings.needs_spacy and summary:
@@ -139,6 +141,7 @@ async def _evaluate(
         update={
             "language": language,
             "signature": _with_language(result.signature, language, analysis),
+            **usage_fields(judge, usage),
         }
     )
 
@@ -304,6 +307,8 @@ async def _fit_context(
     source too long for the window is chunked instead of being sent and silently truncated. A
     window that cannot be read changes nothing.
     """
+    if judge is not None:
+        await negotiate_judge(judge)
     if "context_budget" in given or judge is None:
         return opts
     ask = getattr(base_judge(judge), "context_window", None)

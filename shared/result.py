@@ -77,6 +77,13 @@ class SummaryEvaluation(BaseModel):
     spread: dict[str, float | None] = Field(default_factory=dict)
     """With ``samples=k > 1``: the standard deviation over samples of each sub-score (None where
     fewer than two samples have a value). Empty for a single-sample run."""
+    usage: dict[str, int] = Field(default_factory=dict)
+    """The judge requests made for this row (:mod:`shared.usage`): ``calls``, ``retries``,
+    ``prompt_tokens``, ``cached_tokens``, ``completion_tokens``; answers from the cache count
+    nothing. Empty without a judge."""
+    cost: float | None = None
+    """US$ for ``usage`` at the judge's prices (:mod:`shared.pricing`; $0 on a local server);
+    None when no price is known or without a judge."""
 
     @model_validator(mode="after")
     def _detail_defaults_to_reason(self) -> SummaryEvaluation:

@@ -45,3 +45,5 @@ def _forget_learned_structured_modes() -> None:
     from shared import openai_judge
 
     openai_judge._learned.clear()
+    openai_judge._confirmed.clear()
+    openai_judge._probes.clear()

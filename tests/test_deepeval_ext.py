@@ -703,3 +703,20 @@ def test_docs_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> Non
     alignment = [row for row in parsed if row[0] == "Summary Alignment"]
     assert [row[2] for row in quality] == [False, True] and quality[0][1] < 0.5 < quality[1][1]
     assert alignment == [("Summary Alignment", 0.5, False), ("Summary Alignment", 1.0, True)]
+
+
+def test_evaluation_cost_is_the_rows_bill_with_a_summary_eval_judge(
+    seed: tuple[str, str],
+) -> None:
+    source, summary = seed
+    with stub_server(cached_tokens=20) as url:
+        judge = OpenAIJudge("local-model", base_url=url, price_in=3.0, price_out=15.0)
+        metric = SummaryQualityMetric(model=judge, async_mode=True)
+        metric.measure(case(source, summary), _show_indicator=False)
+        replies = [r for r in url.replies if r["schema"] != "JudgeProbe"]
+    assert metric.error is None
+    prompt = sum(r["prompt_tokens"] for r in replies)
+    completion = sum(r["completion_tokens"] for r in replies)
+    # no cached price given: cached tokens cost the input price
+    assert metric.evaluation_cost == pytest.approx((prompt * 3.0 + completion * 15.0) / 1e6)
+    assert metric.evaluation_cost > 0

@@ -16,13 +16,15 @@ def test_full_score_through_the_real_client(seed: tuple[str, str]) -> None:
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
         result = score_summary(*seed, judge=judge)
         assert result.scored, result.error
-        assert url.count == 6  # questions, claims, verdicts, answers, grades, style review
+        # the structured-mode probe, then questions, claims, verdicts, answers, grades, style
+        assert url.count == 1 + 6
         first = url.requests[0]
         assert first["model"] == "stub-model"
         assert first["temperature"] == 0.0
         assert first["response_format"]["type"] == "json_schema"
         names = {r["response_format"]["json_schema"]["name"] for r in url.requests}
         assert names == {
+            "JudgeProbe",
             "GeneratedQuestions",
             "ExtractedClaims",
             "ClaimVerdicts",
@@ -30,7 +32,9 @@ def test_full_score_through_the_real_client(seed: tuple[str, str]) -> None:
             "AnswerGrades",
             "StyleReview",
         }
-    assert judge.usage["calls"] == 6 and judge.usage["prompt_tokens"] > 0
+    assert judge.usage["calls"] == 1 + 6 and judge.usage["prompt_tokens"] > 0
+    # the row's bill: its six calls, not the run's probe
+    assert result.usage["calls"] == 6 and result.cost == 0.0  # a local server costs nothing
     assert result.signature.startswith("judge:stub-model|")
     # the same evidence as the in-process fake gives for the same texts
     direct = score_summary(*seed, judge=FakeJudge())
@@ -108,5 +112,6 @@ def test_one_judge_serves_several_sync_calls_over_keep_alive(seed: tuple[str, st
         second = score_summary(seed[0], "The app tracks water intake.", judge=judge, dimensions=[])
     assert first.scored, first.error
     assert second.scored, second.error
-    # 5 calls for the first, 4 for the second (its questions come from the cache)
-    assert url.count == 9
+    # the probe (once per server and model), 5 calls for the first, 4 for the second (its
+    # questions come from the cache)
+    assert url.count == 1 + 9

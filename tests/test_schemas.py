@@ -246,8 +246,8 @@ def test_every_request_sets_max_tokens_from_the_schema(seed: tuple[str, str]) ->
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
         result = score_summary(*seed, judge=judge)
         assert result.scored, result.error
-        assert url.count == 6
-        for request in url.requests:
+        assert url.count == 1 + 6  # the structured-mode probe, then the six steps
+        for request in url.requests[1:]:
             sent = request["response_format"]["json_schema"]["schema"]
             assert problems(sent) == []
             limit = s.json_schema_token_limit(sent)
@@ -264,7 +264,8 @@ def test_every_request_sets_max_tokens_from_the_schema(seed: tuple[str, str]) ->
     with stub_server() as url:  # the user's own max_tokens wins
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test", max_tokens=777)
         assert score_summary(*seed, judge=judge).scored
-        assert {r["max_tokens"] for r in url.requests} == {777}
+        # every judging call; the structured-mode probe before them asks for a few tokens only
+        assert {r["max_tokens"] for r in url.requests[1:]} == {777}
 
 
 # ---------------------------------------------------------------------------------------------

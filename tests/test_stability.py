@@ -149,14 +149,15 @@ def test_openai_judge_samples_send_distinct_seeds_and_a_temperature(seed: tuple[
         result = score_summary(source, summary, judge=judge, cache=False, samples=3)
         requests = list(url.requests)
     assert result.scored and result.spread["score"] > 0
-    assert len(requests) == 1 + 3 * 5
+    assert len(requests) == 1 + 1 + 3 * 5  # the probe, the questions, 3 samples x 5
     sampled = [r for r in requests if r.get("seed") is not None]
     assert len(sampled) == 15
     assert Counter(r["seed"] for r in sampled) == {0: 5, 1: 5, 2: 5}
     assert {r["temperature"] for r in sampled} == {0.7}
     unsampled = [r for r in requests if r.get("seed") is None]
-    assert len(unsampled) == 1 and unsampled[0]["temperature"] == 0.0  # the questions
-    assert judge.usage["calls"] == 16  # the samples' calls are counted on the judge given
+    # the structured-mode probe and the questions
+    assert len(unsampled) == 2 and {r["temperature"] for r in unsampled} == {0.0}
+    assert judge.usage["calls"] == 17  # the samples' calls (and the probe) count on the judge
 
 
 def test_openai_judge_own_seed_and_temperature_are_kept() -> None:
@@ -265,7 +266,8 @@ def test_cli_samples_write_spread_columns_and_report_flips(
         requests = len(url.requests)
     text = " ".join(result.output.split())
     assert result.exit_code == 0, text
-    assert requests == 1 + 2 * 3 * 5  # questions once for the source; 3 samples x 5 per row
+    # the probe; questions once for the source; 3 samples x 5 per row
+    assert requests == 1 + 1 + 2 * 3 * 5
     with out.open(newline="") as handle:
         written = list(csv.DictReader(handle))
     header = list(written[0])

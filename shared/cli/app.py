@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import math
 import os
+import re
 import shlex
 import sys
 import warnings
@@ -36,10 +37,10 @@ from rich.text import Text
 from .. import ScoreOptions
 from ..adapter_kit import DEFAULTS, option_help
 from .inputs import Columns, InputError, detect_format, read_rows
-from .judge_wait import InFlightJudge, JudgeWaitColumn, in_flight_of
+from .judge_wait import InFlightJudge, JudgeActivityColumn, JudgeWaitColumn, in_flight_of
 from .models import load_models
 from .paths import PathProblem, check_run_paths
-from .report import ReportInfo, stability_section, write_report
+from .report import ReportInfo, bill_from_rows, stability_section, write_report
 from .results import (
     NEEDS_JUDGE,
     STATUS_BAD_INPUT,
@@ -162,26 +163,33 @@ def build_judge(
     concurrency: int,
     cache: Path | None,
     timeout: float = 120.0,
+    api_key: str | None = None,
+    prices: dict[str, float | None] | None = None,
+    check: bool = True,
 ) -> tuple[Any, str]:
-    """The wrapped OpenAI-compatible judge and its description, or (None, why there is none)."""
+    """The wrapped OpenAI-compatible judge and its description, or (None, why there is none).
+    ``check=False`` (``--dry-run``) builds it without reaching the server."""
     env_configured = bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
     if no_judge:
         return None, "none (--no-judge)"
-    if not (model or base_url or env_configured):
+    if not (model or base_url or api_key or env_configured):
         return None, "none configured"
     from ..judge import robust_judge
     from ..openai_judge import OpenAIJudge
 
     try:
-        inner = OpenAIJudge(model, base_url=base_url, timeout=timeout)
+        inner = OpenAIJudge(
+            model, base_url=base_url, api_key=api_key, timeout=timeout, **(prices or {})
+        )
     except ValueError as exc:
-        raise _usage_error(f"cannot configure the judge: {exc}") from None
+        raise _usage_error(f"cannot configure the judge: {_in_flags(str(exc))}") from None
     where = str(inner.client.base_url).rstrip("/")
-    from .check_judge import ensure_reachable
+    if check:
+        from .check_judge import ensure_reachable
 
-    problem = ensure_reachable(where, inner.client.api_key, timeout)
-    if problem:
-        raise _usage_error(f"the judge is not reachable: {problem}")
+        problem = ensure_reachable(where, inner.client.api_key, timeout)
+        if problem:
+            raise _usage_error(f"the judge is not reachable: {problem}")
     with _cache_problems():
         judge = robust_judge(  # calls in flight are tracked for the progress line (a hung server)
             InFlightJudge(inner),
@@ -223,6 +231,120 @@ def _finite(value: float | None) -> float | None:
     if value is not None and not math.isfinite(value):
         raise typer.BadParameter(f"must be a finite number, got {value}")
     return value
+_FLAG_WORDS = {
+    "api_key=": "--api-key",
+    "base_url / OPENAI_BASE_URL (--base-url)": "--base-url / OPENAI_BASE_URL",
+    "price_in": "--price-in",
+    "price_cached": "--price-cached",
+    "price_out": "--price-out",
+    "timeout=": "--timeout",
+    "max_tokens=": "--max-tokens",
+}
+
+
+def _in_flags(message: str) -> str:
+    """A core error in the command line's words: ``pass api_key= (--api-key)`` becomes
+    ``pass --api-key``."""
+    message = re.sub(r"(\w+=) \((--[\w-]+)\)", r"\2", message)
+    for python, flag in _FLAG_WORDS.items():
+        message = message.replace(python, flag)
+    return message
+
+
+def _limited(judge: Any) -> Any:
+    from ..judge import LimitedJudge, _Wrapper
+
+    while isinstance(judge, _Wrapper):
+        if isinstance(judge, LimitedJudge):
+            return judge
+        judge = judge.inner
+    return None
+
+
+def fit_to_server(
+    judge: Any,
+    *,
+    timeout: float,
+    timeout_given: bool,
+    concurrency: int,
+    concurrency_given: bool,
+    n: int,
+) -> tuple[float, int]:
+    """Probe the judge's server once (structured mode, generation speed, parallel slots) and
+    fit the run to it, saying so before the first row: on a local server that publishes its
+    slots, ``--concurrency`` not given becomes the slot count; a per-call limit too short for
+    the longest reply the schemas allow at the measured speed is raised when ``--timeout`` was
+    not given (and advised otherwise). Returns the (timeout, concurrency) the run uses."""
+    from ..judge import base_judge
+    from ..openai_judge import FIT_CEILING_S
+    from ..pricing import is_local_url
+    from ..schemas import questions_schema, reply_token_limit, verdicts_schema
+    from ..usage import negotiate_judge
+
+    inner = base_judge(judge)
+    probe = asyncio.run(negotiate_judge(judge))
+    if probe is None:
+        return timeout, concurrency
+    if probe.error is not None:
+        err.print(
+            f"[yellow]The judge did not answer a {PROBE_WORDS}:[/] {probe.error}. Scoring anyway; "
+            "each call is limited to --timeout."
+        )
+        return timeout, concurrency
+    found = [f"structured mode {probe.mode}"]
+    if probe.tokens_per_s:
+        found.append(f"{probe.tokens_per_s:g} tokens/s")
+    if probe.slots:
+        found.append(f"{probe.slots} parallel slot(s)")
+    when = (
+        " (remembered from an earlier run)"
+        if probe.from_cache
+        else (f" (probe {probe.seconds:.1f} s)" if probe.seconds is not None else "")
+    )
+    err.print(f"Judge server: {', '.join(found)}{when}.")
+    if probe.slots and not concurrency_given and is_local_url(inner.base_url):
+        concurrency = probe.slots
+        limited = _limited(judge)
+        if limited is not None:
+            limited.concurrency = concurrency
+        err.print(f"Concurrency {concurrency}: the server's slots (--concurrency to change).")
+    if probe.tokens_per_s:
+        longest = max(
+            reply_token_limit(questions_schema(n)) or 0, reply_token_limit(verdicts_schema(n)) or 0
+        )
+        # calls in parallel share the server: assume no gain from batching them
+        parallel = min(concurrency, probe.slots) if probe.slots else concurrency
+        per_call = probe.tokens_per_s / max(parallel, 1)
+        needed = math.ceil(longest / per_call * SPEED_MARGIN / 10) * 10
+        if needed > timeout:
+            what = (
+                f"the longest reply the schemas allow ({longest} tokens) takes about "
+                f"{longest / per_call:.0f} s at {probe.tokens_per_s:g} tokens/s shared by "
+                f"{parallel} call(s) in parallel"
+            )
+            if timeout_given:
+                err.print(
+                    f"[yellow]--timeout {timeout:g} may be too short:[/] {what}; pass "
+                    f"--timeout {needed} (or a faster server) so such calls are not cut off."
+                )
+            else:
+                err.print(
+                    f"[yellow]Per-call limit raised to {needed} s[/] (from {timeout:g} s): {what}."
+                )
+                timeout = float(needed)
+                inner.timeout = timeout
+    if not timeout_given:
+        inner.fit_timeout = True  # each call's limit follows the speed measured in the run
+        err.print(
+            f"Per-call limit {timeout:g} s, longer for a long reply once the run has measured "
+            f"the server's speed (at most {FIT_CEILING_S:g} s); --timeout fixes it."
+        )
+    return timeout, concurrency
+
+
+PROBE_WORDS = "one-line probe"
+SPEED_MARGIN = 1.25
+"""The per-call limit fitted to the measured speed leaves this much room."""
 
 
 def _core(name: str, *flags: str, **kwargs: Any) -> Any:
@@ -302,9 +424,30 @@ def score(
             min=1,
             max=MAX_TIMEOUT,
             callback=_finite,
-            help="Seconds one judge call may take before it counts as failed.",
+            help="Seconds one judge call may take, its retries included, before it counts as "
+            "failed (default 120; raised to fit a slow server's measured speed when not given).",
         ),
     ] = 120.0,
+    api_key: Annotated[
+        str | None, typer.Option(help="The judge server's API key (env OPENAI_API_KEY).")
+    ] = None,
+    price_in: Annotated[
+        float | None,
+        typer.Option(min=0, help="US$ per million prompt tokens (default: the price table)."),
+    ] = None,
+    price_cached: Annotated[
+        float | None,
+        typer.Option(min=0, help="US$ per million cached prompt tokens (default: --price-in)."),
+    ] = None,
+    price_out: Annotated[
+        float | None, typer.Option(min=0, help="US$ per million completion tokens.")
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Print the estimated judge calls, tokens and cost; call no judge."
+        ),
+    ] = False,
     samples: Annotated[int, _core("samples", min=1)] = DEFAULTS.samples,
     flip_threshold: Annotated[
         float,
@@ -409,6 +552,14 @@ def score(
         )
     except PathProblem as exc:
         raise _usage_error(str(exc)) from None
+    prices = {"price_in": price_in, "price_cached": price_cached, "price_out": price_out}
+    try:
+        if any(v is not None for v in prices.values()):
+            from ..pricing import resolve_prices
+
+            resolve_prices(model or "", base_url, **prices)
+    except (TypeError, ValueError) as exc:
+        raise _usage_error(str(exc)) from None
     judge, judge_text = build_judge(
         model=model,
         base_url=base_url,
@@ -417,6 +568,9 @@ def score(
         concurrency=concurrency,
         cache=cache_path,
         timeout=timeout,
+        api_key=api_key,
+        prices=prices,
+        check=not dry_run,
     )
     if judge is None and samples > 1:
         raise _usage_error(
@@ -455,6 +609,31 @@ def score(
             f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {literal(output)}; "
             f"scoring {len(plan.todo)}."
         )
+    expected_completion = expected_calls = None
+    if judge is not None and plan.todo:
+        from ..usage import judge_prices
+        from .bill import estimate_run, estimate_text
+
+        pairs = [(r.source, r.summary) for r in plan.todo if r.error is None]
+        try:
+            estimate = estimate_run(pairs, options, every_row=dry_run)
+        except Exception as exc:  # an estimate must never stop a run
+            err.print(f"[yellow]No estimate:[/] {type(exc).__name__}: {exc}")
+        else:
+            expected_completion, expected_calls = estimate.completion_tokens, estimate.calls
+            err.print(estimate_text(estimate, judge_prices(judge)))
+    if dry_run:
+        err.print("--dry-run: no judge was called.")
+        raise typer.Exit(EXIT_OK)
+    if judge is not None and plan.todo:
+        timeout, concurrency = fit_to_server(
+            judge,
+            timeout=timeout,
+            timeout_given=_given(ctx, "timeout"),
+            concurrency=concurrency,
+            concurrency_given=_given(ctx, "concurrency"),
+            n=n,
+        )
     if plan.todo:  # said before the bar, which would otherwise sit at 0/N while they load
         load_models(ScoreOptions.from_kwargs(options).dimension_settings, err.print)
     writer = ResultsWriter(output, keys, spread=samples > 1)
@@ -472,6 +651,7 @@ def score(
         TextColumn("eta"),
         TimeRemainingColumn(),
         TextColumn("{task.fields[failed]} failed"),
+        JudgeActivityColumn(in_flight_of(judge), expected_completion, expected_calls),
         JudgeWaitColumn(in_flight_of(judge)),
         console=err,
     )
@@ -502,13 +682,16 @@ def score(
             f"\n[bold yellow]Interrupted.[/] {done} finished rows are saved in {literal(output)}; "
             "run the same command again to resume (answers already paid for are cached)."
         )
+        _print_bill(judge)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     writer.rewrite(all_rows)
+    bill = _print_bill(judge)
 
     skipped = _skipped(keys) if judge is None else []
     flips = flip_threshold if samples > 1 and judge is not None else None
     if report_path is not None:
         info = run_report_info(input_path, output, judge_text, skipped, threshold, flips)
+        info.bill = bill
         write_report(report_path, all_rows, keys, info, worst=worst)
 
     _print_table(all_rows, keys, threshold)
@@ -549,6 +732,28 @@ def _print_table(rows: list[Row], keys: list[str], threshold: float | None = Non
     out.print(results_table(rows[:TABLE_ROWS], keys, width=out.width, threshold=threshold))
     if len(rows) > TABLE_ROWS:
         out.print(f"… and {len(rows) - TABLE_ROWS} more rows in the results file.")
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether the user gave option ``name`` (not its default)."""
+    source = ctx.get_parameter_source(name)
+    return getattr(source, "name", None) not in ("DEFAULT", None)
+
+
+def _print_bill(judge: Any) -> str:
+    """The run's judge bill, printed and returned (empty without a judge)."""
+    if judge is None:
+        return ""
+    from ..judge import base_judge
+    from .bill import bill_text
+
+    inner = base_judge(judge)
+    usage = getattr(inner, "usage", None)
+    if not isinstance(usage, dict):
+        return ""
+    text = bill_text(usage, getattr(inner, "prices", None)).removeprefix("Judge bill: ")
+    err.print(f"Judge bill: {text}")
+    return text
 
 
 def _print_stability(rows: list[Row], keys: list[str], threshold: float) -> None:
@@ -660,6 +865,7 @@ def report_command(
         skipped=skipped,
         enable_hint=ENABLE_HINT if skipped else "",
         command=str(run.get("command") or ""),
+        bill=bill_from_rows(rows),
     )
     write_report(path, rows, keys, info, worst=worst)
     err.print(f"Report: {literal(path)}")

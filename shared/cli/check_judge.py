@@ -33,6 +33,9 @@ def check_judge_command(
         str | None, typer.Option(help="Judge model (env OPENAI_MODEL, else gpt-4o-mini).")
     ] = None,
     timeout: Annotated[float, typer.Option(min=1, help="Seconds one judge call may take.")] = 120.0,
+    api_key: Annotated[
+        str | None, typer.Option(help="The judge server's API key (env OPENAI_API_KEY).")
+    ] = None,
 ) -> None:
     """Check a judge: reachable, structured mode, context window, latency, a known answer."""
     from ..openai_judge import OpenAIJudge
@@ -41,10 +44,17 @@ def check_judge_command(
         # max_tokens: a probe, not a run; a grammar-bound small model may otherwise write on
         # until the context is full
         judge = OpenAIJudge(
-            model, base_url=base_url, timeout=timeout, max_retries=1, max_tokens=512
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=1,
+            max_tokens=512,
         )
     except ValueError as exc:
-        err.print(f"[bold red]error:[/] cannot configure the judge: {literal(exc)}")
+        from .app import _in_flags
+
+        err.print(f"[bold red]error:[/] cannot configure the judge: {literal(_in_flags(str(exc)))}")
         raise typer.Exit(2) from None
     result = asyncio.run(acheck_judge(judge, timeout=min(timeout, 10.0)))
     table = Table(

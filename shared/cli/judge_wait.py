@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from rich.progress import ProgressColumn, Task
 from rich.text import Text
 
-from ..judge import Check, Judge, _Wrapper
+from ..judge import Check, Judge, _Wrapper, base_judge
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -45,11 +45,15 @@ class InFlightJudge(_Wrapper):
         self._started: dict[int, float] = {}
         self._lock = threading.Lock()
         self._ids = itertools.count()
+        self.first_started: float | None = None
+        """When the first call started (the judge's clock): the progress line's time zero."""
 
     async def generate(self, prompt: str, schema: type[T], *, check: Check | None = None) -> T:
         call = next(self._ids)
         with self._lock:
             self._started[call] = self.clock()
+            if self.first_started is None:
+                self.first_started = self._started[call]
         try:
             return await self._call_inner(prompt, schema, check)
         finally:
@@ -94,3 +98,71 @@ class JudgeWaitColumn(ProgressColumn):
         if self.judge is None:
             return Text("")
         return Text(waiting_text(self.judge, self.judge.clock(), self.after), style="yellow")
+
+
+def _duration(span: float) -> str:
+    seconds = max(0, round(span))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def activity_text(
+    judge: InFlightJudge,
+    now: float,
+    expected_completion_tokens: int | None = None,
+    expected_calls: int | None = None,
+) -> str:
+    """``judge: 3 in flight, 12.5 tok/s, 1m05s, ETA ~4m10s`` from the first call on: the calls
+    now in flight, completion tokens per second since the first call started (the server's
+    measured speed, summed over parallel calls), the time since then, and the time the
+    estimated completion tokens still to write take at that speed (``expected_calls`` times the
+    mean answer so far, when that is more). Empty before any call."""
+    if judge.first_started is None:
+        return ""
+    count, _oldest = judge.pending()
+    elapsed = max(now - judge.first_started, 0.0)
+    usage = getattr(base_judge(judge), "usage", None)
+    written = usage.get("completion_tokens", 0) if isinstance(usage, dict) else 0
+    answered = (usage.get("calls", 0) if isinstance(usage, dict) else 0) - count
+    if expected_calls and answered > 0 and written:
+        # the estimate's stand-in writes shorter answers than a real model: once calls have
+        # been answered, their mean length times the estimated calls is the better guess
+        expected_completion_tokens = max(
+            expected_completion_tokens or 0, round(expected_calls * written / answered)
+        )
+    parts = [f"judge: {count} in flight"]
+    speed = written / elapsed if elapsed > 0 and written else None
+    parts.append(f"{speed:.1f} tok/s" if speed else "-- tok/s")
+    parts.append(f"{_duration(elapsed)} since the first call")
+    if speed and expected_completion_tokens:
+        left = max(expected_completion_tokens - written, 0)
+        parts.append(f"ETA ~{_duration(left / speed)}")
+    return ", ".join(parts)
+
+
+class JudgeActivityColumn(ProgressColumn):
+    """The progress line's judge activity (:func:`activity_text`), shown from the first call,
+    before any row has finished. ``expected_completion_tokens``: the run's estimate (for the
+    ETA)."""
+
+    def __init__(
+        self,
+        judge: InFlightJudge | None,
+        expected_completion_tokens: int | None = None,
+        expected_calls: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.judge = judge
+        self.expected = expected_completion_tokens
+        self.expected_calls = expected_calls
+
+    def render(self, task: Task | Any) -> Text:
+        if self.judge is None:
+            return Text("")
+        text = activity_text(self.judge, self.judge.clock(), self.expected, self.expected_calls)
+        return Text(text, style="cyan")

@@ -10,6 +10,7 @@ scored. Dimensions are whatever keys the results carry, so new ones appear unask
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 import statistics
@@ -43,9 +44,39 @@ class ReportInfo:
     flip_threshold: float | None = None
     """``--flip-threshold`` of a run with ``--samples k > 1``: the stability section counts the
     rows whose pass/fail at it differs between samples (None: the run had one sample)."""
+    bill: str = ""
+    """The run's judge bill (calls, retries, prompt/cached/completion tokens, dollars); a
+    report rebuilt from a results file sums the rows' own (:func:`bill_from_rows`)."""
     generated_at: str = field(
         default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     )
+
+
+def bill_from_rows(rows: Iterable[Row]) -> str:
+    """The judge bill of the rows' own ``evidence.usage`` and ``evidence.cost`` (the calls
+    made for each row; the run's structured-mode probe is not in any row). Empty when no row
+    has one (a run without a judge, or results of an earlier version)."""
+    from ..usage import add_usage, format_usage, new_usage
+
+    total = new_usage()
+    dollars: float | None = 0.0
+    seen = False
+    for row in rows:
+        evidence = row.get("evidence")
+        if isinstance(evidence, str):
+            try:
+                evidence = json.loads(evidence)
+            except ValueError:
+                continue
+        if not isinstance(evidence, dict) or not isinstance(evidence.get("usage"), dict):
+            continue
+        if not evidence["usage"]:
+            continue
+        seen = True
+        add_usage(total, evidence["usage"])
+        cost = evidence.get("cost")
+        dollars = None if dollars is None or not isinstance(cost, int | float) else dollars + cost
+    return format_usage(total, dollars) + " (the rows' own calls)" if seen else ""
 
 
 def _numbers(rows: Iterable[Row], key: str) -> list[float]:

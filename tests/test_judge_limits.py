@@ -1,0 +1,440 @@
+"""A local judge that is slow, hung or odd: no call waits behind another, each call ends at its
+deadline, the bill equals what the server reported, and a reply that is no chat completion says
+what the server sent. Every wait here is on an event set by the stub's request threads; the
+events' own timeouts are fuses that turn a deadlock into a failure, never a measurement."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from shared import OpenAIJudge, openai_judge, robust_judge, score_summaries, score_summary
+from shared.testing import stub_server
+from shared.usage import USAGE_KEYS
+
+FUSE = 120.0
+"""Seconds after which a wait that should have ended long before is reported as a failure."""
+
+SUMMARIES = [
+    "The app tracks fitness goals and logs meals.",
+    "The app gives workout suggestions.",
+    "The app tracks water intake and sends reminders.",
+    "The app is a smartphone app for fitness goals.",
+]
+
+
+def _is_probe(request: dict[str, Any]) -> bool:
+    return openai_judge.PROBE_PROMPT in str(request.get("messages"))
+
+
+def _forget_this_process() -> None:
+    openai_judge._learned.clear()
+    openai_judge._confirmed.clear()
+    openai_judge._probes.clear()
+
+
+def test_a_slow_first_judging_reply_holds_up_no_other_call(seed: tuple[str, str]) -> None:
+    # The first judging request is held at the server until three later ones have arrived:
+    # were any call waiting behind the first (a negotiation lock, a retry holding it), the
+    # later ones could never arrive and the fuse would end the wait unreleased.
+    lock = threading.Lock()
+    state = {"first": None, "later": 0}
+    released = threading.Event()
+    outcome: dict[str, bool] = {}
+
+    def before_answer(request: dict[str, Any]) -> None:
+        if _is_probe(request):
+            return
+        with lock:
+            first = state["first"] is None
+            if first:
+                state["first"] = request
+            else:
+                state["later"] += 1
+                if state["later"] >= 3:
+                    released.set()
+        if first:
+            outcome["released_by_later_calls"] = released.wait(FUSE)
+
+    with stub_server(before_answer=before_answer) as url:
+        judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
+        results = score_summaries(
+            [(seed[0], s) for s in SUMMARIES], judge=judge, concurrency=4, dimensions=[]
+        )
+    assert outcome == {"released_by_later_calls": True}
+    assert all(r.scored for r in results), [r.error for r in results]
+
+
+def test_a_server_that_never_answers_ends_each_call_at_its_deadline(
+    seed: tuple[str, str],
+) -> None:
+    # Accepts every request and never answers. Each call ends at its deadline as one request:
+    # no SDK retry multiplies it, and the row is unscored with the reason.
+    release = threading.Event()
+    with stub_server(before_answer=lambda request: release.wait(FUSE)) as url:
+        judge = OpenAIJudge("stub-model", base_url=url, api_key="test", timeout=1, max_retries=4)
+        try:
+            result = score_summary(*seed, judge=judge, dimensions=[])
+        finally:
+            release.set()
+    assert result.score is None
+    assert "judge call timed out: no reply within 1 s" in (result.error or "")
+    # the probe and round 1's two calls (questions, claims); nothing else was sent
+    assert url.usage["calls"] == judge.usage["calls"] == 3
+    assert judge.usage["retries"] == 0
+    assert result.usage["calls"] == 2  # the row's own calls; the probe is the run's
+    probe = openai_judge._probes[(judge.base_url, judge.model, "auto")]
+    assert probe.error is not None and "timed out" in probe.error
+
+
+def test_transport_faults_are_retried_within_the_deadline_and_counted(
+    seed: tuple[str, str],
+) -> None:
+    with stub_server(fail_first=1, fail_status=503) as url:
+        judge = OpenAIJudge("stub-model", base_url=url, api_key="test", max_retries=2)
+        result = score_summary(*seed, judge=judge, dimensions=[])
+    assert result.scored, result.error
+    assert judge.usage["calls"] == url.usage["calls"]
+    assert judge.usage["retries"] == 1
+
+
+@pytest.mark.parametrize("field", ["openai", "llama"])
+def test_the_bill_equals_what_the_server_reported(seed: tuple[str, str], field: str) -> None:
+    # cached tokens from usage.prompt_tokens_details.cached_tokens (OpenAI, vLLM) or from
+    # llama.cpp's timings.cache_n
+    with stub_server(cached_tokens=40, cached_field=field) as url:
+        judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
+        results = score_summaries([(seed[0], s) for s in SUMMARIES[:2]], judge=judge)
+    assert all(r.scored for r in results), [r.error for r in results]
+    assert url.usage["cached_tokens"] > 0
+    assert {key: judge.usage[key] for key in url.usage} == url.usage
+    assert judge.usage["retries"] == 0
+    # the rows' bills add up to everything but the run's probe, exactly
+    probe = [r for r in url.replies if r["schema"] == "JudgeProbe"]
+    assert len(probe) == 1
+    for key in ("prompt_tokens", "cached_tokens", "completion_tokens"):
+        assert sum(r.usage[key] for r in results) == url.usage[key] - probe[0][key]
+    assert sum(r.usage["calls"] for r in results) == url.usage["calls"] - 1
+    assert set(results[0].usage) == set(USAGE_KEYS)
+    assert all(r.cost == 0.0 for r in results)  # a server on 127.0.0.1 costs nothing
+
+
+def test_given_prices_bill_every_row(seed: tuple[str, str]) -> None:
+    with stub_server(cached_tokens=10) as url:
+        judge = OpenAIJudge(
+            "stub-model",
+            base_url=url,
+            api_key="test",
+            price_in=2.0,
+            price_cached=0.5,
+            price_out=8.0,
+        )
+        result = score_summary(*seed, judge=judge, dimensions=[])
+    usage = result.usage
+    expected = (
+        (usage["prompt_tokens"] - usage["cached_tokens"]) * 2.0
+        + usage["cached_tokens"] * 0.5
+        + usage["completion_tokens"] * 8.0
+    ) / 1e6
+    assert usage["completion_tokens"] > 0
+    assert result.cost == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "said"),
+    [
+        ("text/html", "<!doctype html><html><body>Welcome to the chat UI</body></html>", "HTML"),
+        ("text/event-stream", 'data: {"choices": []}\n\ndata: [DONE]\n\n', "streamed reply"),
+    ],
+)
+def test_a_reply_that_is_no_chat_completion_says_what_the_server_sent(
+    seed: tuple[str, str], content_type: str, body: str, said: str
+) -> None:
+    with stub_server(raw_reply=(content_type, body)) as url:
+        judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
+        result = score_summary(*seed, judge=judge, dimensions=[])
+    assert result.score is None
+    error = result.error or ""
+    assert "did not answer with a chat completion" in error and said in error
+    assert "AttributeError" not in error
+    assert body.split()[0][:10] in error  # the start of what was sent
+
+
+def test_the_probe_is_remembered_in_the_persistent_cache(
+    seed: tuple[str, str], tmp_path: Any
+) -> None:
+    cache = tmp_path / "judge-cache.sqlite3"
+    with stub_server(refuse_json_schema=True, slots=3) as url:
+        first = OpenAIJudge("stub-model", base_url=url, api_key="test")
+        result = score_summary(*seed, judge=robust_judge(first, cache=cache), dimensions=[])
+        assert result.scored, result.error
+        probes = [r for r in url.requests if _is_probe(r)]
+        # json_schema refused by the probe, json_object_schema accepted by it
+        assert [r["response_format"]["type"] for r in probes] == ["json_schema", "json_object"]
+        found = openai_judge._probes[(first.base_url, "stub-model", "auto")]
+        assert (found.mode, found.slots, found.error) == ("json_object_schema", 3, None)
+
+        _forget_this_process()  # as a new process would start
+        before = url.count
+        again = OpenAIJudge("stub-model", base_url=url, api_key="test")
+        result = score_summary(
+            seed[0], "The app logs meals.", judge=robust_judge(again, cache=cache), dimensions=[]
+        )
+        assert result.scored, result.error
+        later = url.requests[before:]
+    assert later and not any(_is_probe(r) for r in later)
+    assert {r["response_format"]["type"] for r in later} == {"json_object"}
+    assert openai_judge._probes[(again.base_url, "stub-model", "auto")].from_cache
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+def _cli(*args: Any) -> tuple[int, str]:
+    from typer.testing import CliRunner
+
+    from shared.cli.app import app
+
+    result = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+    return result.exit_code, " ".join(result.output.split())
+
+
+def _rows(tmp_path: Any, seed: tuple[str, str], count: int = 2) -> Any:
+    import json
+
+    path = tmp_path / "in.jsonl"
+    lines = [{"id": f"r{i}", "source": seed[0], "summary": SUMMARIES[i]} for i in range(count)]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_dry_run_prints_the_estimate_and_calls_no_judge(
+    seed: tuple[str, str], tmp_path: Any
+) -> None:
+    with stub_server() as url:
+        code, text = _cli(
+            "score", _rows(tmp_path, seed), "--base-url", url, "--model", "gpt-4o-mini",
+            "--no-cache", "--dry-run", "--price-in", "1", "--price-out", "4",
+            "-o", tmp_path / "out.jsonl",
+        )  # fmt: skip
+        assert url.count == 0
+    assert code == 0, text
+    assert "Estimate for 2 row(s): about" in text and "judge calls" in text
+    assert "(given)" in text and "no judge was called" in text
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_the_run_bill_equals_the_servers_counts_everywhere(
+    seed: tuple[str, str], tmp_path: Any
+) -> None:
+    import json
+
+    out = tmp_path / "out.jsonl"
+    with stub_server(cached_tokens=25, slots=2) as url:
+        code, text = _cli(
+            "score", _rows(tmp_path, seed), "--base-url", url, "--model", "stub",
+            "--no-cache", "-o", out,
+        )  # fmt: skip
+        reported = dict(url.usage)
+    assert code == 0, text
+    bill = (
+        f"{reported['calls']} calls (0 retries), {reported['prompt_tokens']:,} prompt tokens "
+        f"({reported['cached_tokens']:,} cached), {reported['completion_tokens']:,} completion "
+        "tokens, $0.00 (local server)"
+    )
+    assert f"Judge bill: {bill}" in text
+    # the server published 2 slots and --concurrency was not given
+    assert "2 parallel slot(s)" in text and "Concurrency 2: the server's slots" in text
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    per_row = [row["evidence"]["usage"] for row in rows]
+    assert sum(u["calls"] for u in per_row) == reported["calls"] - 1  # all but the probe
+    assert all(row["evidence"]["cost"] == 0.0 for row in rows)
+    report = (tmp_path / "out.report.html").read_text()
+    assert f'id="judge-bill">{bill}' in report
+
+
+def test_a_slow_server_gets_a_per_call_limit_that_fits_or_advice(
+    seed: tuple[str, str], tmp_path: Any
+) -> None:
+    # llama.cpp reports its generation speed; at 2 tokens/s the longest reply the schemas allow
+    # cannot be written in 120 s
+    with stub_server(tokens_per_s=2.0) as url:
+        code, text = _cli(
+            "score", _rows(tmp_path, seed, 1), "--base-url", url, "--model", "stub",
+            "--no-cache", "-o", tmp_path / "a.jsonl",
+        )  # fmt: skip
+        assert code == 0, text
+        assert "2 tokens/s" in text and "Per-call limit raised to" in text
+        openai_judge._probes.clear()
+        code, text = _cli(
+            "score", _rows(tmp_path, seed, 1), "--base-url", url, "--model", "stub",
+            "--no-cache", "--timeout", "30", "-o", tmp_path / "b.jsonl",
+        )  # fmt: skip
+    assert code == 0, text
+    assert "--timeout 30 may be too short" in text and "pass --timeout" in text
+    assert "Per-call limit raised" not in text
+
+
+def test_api_key_flag_reaches_the_server_and_errors_speak_in_flags(
+    seed: tuple[str, str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with stub_server() as url:
+        code, text = _cli(
+            "score", _rows(tmp_path, seed, 1), "--base-url", url, "--model", "stub",
+            "--api-key", "sk-test-123", "--no-cache", "-o", tmp_path / "a.jsonl",
+        )  # fmt: skip
+        assert code == 0, text
+        assert url.auth and set(url.auth) == {"Bearer sk-test-123"}
+    code, text = _cli(
+        "score", _rows(tmp_path, seed, 1), "--model", "gpt-4o-mini", "--no-cache",
+        "-o", tmp_path / "b.jsonl",
+    )  # fmt: skip
+    assert code == 2
+    assert "pass --api-key or set OPENAI_API_KEY" in text and "api_key=" not in text
+    code, text = _cli("check-judge", "--model", "gpt-4o-mini")
+    assert code == 2
+    assert "--api-key or set OPENAI_API_KEY" in text
+
+
+def test_the_progress_line_shows_the_judge_from_its_first_call() -> None:
+    # Injected clock; the judge answers only when the test sets its event.
+    from pydantic import BaseModel
+
+    from shared.cli.judge_wait import (
+        InFlightJudge,
+        JudgeActivityColumn,
+        activity_text,
+        waiting_text,
+    )
+
+    class Answer(BaseModel):
+        text: str
+
+    class Gate:
+        model_id = "gate"
+
+        def __init__(self) -> None:
+            self.started = asyncio.Event()
+            self.release = asyncio.Event()
+            self.usage = {"completion_tokens": 0}
+
+        async def generate(self, prompt: str, schema: type[Answer]) -> Answer:
+            self.started.set()
+            await self.release.wait()
+            self.usage["completion_tokens"] += 250
+            return Answer(text=prompt)
+
+    now = {"t": 500.0}
+    seen: list[str] = []
+
+    async def scenario() -> None:
+        inner = Gate()
+        tracked = InFlightJudge(inner, clock=lambda: now["t"])
+        column = JudgeActivityColumn(tracked, expected_completion_tokens=1000)
+        seen.append(column.render(None).plain)  # no call yet
+        call = asyncio.ensure_future(tracked.generate("one", Answer))
+        await inner.started.wait()
+        now["t"] = 502.0
+        seen.append(column.render(None).plain)  # in flight, nothing written yet
+        now["t"] = 515.0
+        seen.append(waiting_text(tracked, now["t"]))  # 15 s: the waiting notice, no row done
+        inner.release.set()
+        await call
+        now["t"] = 525.0  # 250 tokens in 25 s: 10 tok/s, 750 left: 75 s
+        seen.append(column.render(None).plain)
+
+        # 4 calls estimated at 1,000 tokens in all, but the one answered wrote 250 (and the
+        # judge counts its request): 4 x 250 = 1,000, so the same ETA; with 8 calls, 2,000
+        inner.usage["calls"] = 1
+        seen.append(activity_text(tracked, now["t"], 1000, expected_calls=8))
+
+    asyncio.run(scenario())
+    assert seen == [
+        "",
+        "judge: 1 in flight, -- tok/s, 2 s since the first call",
+        "waiting on the judge: 1 call in flight, oldest 15 s",
+        "judge: 0 in flight, 10.0 tok/s, 25 s since the first call, ETA ~1m15s",
+        "judge: 0 in flight, 10.0 tok/s, 25 s since the first call, ETA ~2m55s",
+    ]
+
+
+def test_a_fitted_limit_follows_the_measured_speed_only_when_asked() -> None:
+    judge = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", timeout=120)
+    assert judge.fitted_limit(1000) == 0.0  # nothing measured yet: the timeout applies
+    judge.generation.update(tokens=400, seconds=100.0)  # 4 tokens/s per call
+    assert judge.fitted_limit(1000) == pytest.approx(1000 / 4 * openai_judge.FIT_MARGIN)
+    assert judge.fitted_limit(100_000) == openai_judge.FIT_CEILING_S
+    assert judge.fit_timeout is False  # the Python default: timeout is the limit
+
+
+def test_each_call_is_sent_with_its_fitted_limit() -> None:
+    from openai.types.chat import ChatCompletion
+    from pydantic import BaseModel
+
+    class Reply(BaseModel):
+        ok: bool
+
+    sent: list[float] = []
+
+    class Client:
+        base_url = "http://127.0.0.1:9/v1/"
+        api_key = "x"
+
+        def with_options(self, **kwargs: Any) -> Client:
+            return self
+
+        @property
+        def chat(self) -> Client:
+            return self
+
+        @property
+        def completions(self) -> Client:
+            return self
+
+        async def create(self, **kwargs: Any) -> ChatCompletion:
+            sent.append(kwargs["timeout"])
+            return ChatCompletion.model_validate(
+                {
+                    "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": '{"ok": true}'}}],
+                    "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55},
+                }
+            )  # fmt: skip
+
+    for fit in (False, True):
+        judge = OpenAIJudge("m", client=Client(), timeout=30, max_tokens=1000, fit_timeout=fit)
+        judge.generation.update(tokens=400, seconds=100.0)  # measured: 4 tokens/s per call
+        assert asyncio.run(judge.generate("p", Reply)).ok
+    assert sent[0] == pytest.approx(30, abs=1)  # fit_timeout off: the timeout
+    assert sent[1] == pytest.approx(1000 / 4 * openai_judge.FIT_MARGIN, abs=1)
+
+
+def test_score_against_a_server_that_never_answers_ends_with_reasons(
+    seed: tuple[str, str], tmp_path: Any
+) -> None:
+    import json
+
+    release = threading.Event()
+    out = tmp_path / "out.jsonl"
+    with stub_server(before_answer=lambda request: release.wait(FUSE)) as url:
+        try:
+            code, text = _cli(
+                "score", _rows(tmp_path, seed), "--base-url", url, "--model", "stub",
+                "--no-cache", "--timeout", "1", "-o", out,
+            )  # fmt: skip
+        finally:
+            release.set()
+        sent = url.usage["calls"]
+    assert code == 1, text
+    assert "did not answer a one-line probe" in text
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [row["status"] for row in rows] == ["unscored", "unscored"]
+    assert all("judge call timed out: no reply within 1 s" in row["error"] for row in rows)
+    # one request per call, none retried: the bill says what the server received
+    assert f"Judge bill: {sent} calls (0 retries)" in text
