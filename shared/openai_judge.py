@@ -38,6 +38,7 @@ from typing import Any, Literal, TypeVar, get_args
 from pydantic import BaseModel
 
 from ._replies import parse_json_reply
+from .cache_hints import current_cache_hint, request_fields
 from .judge import JudgeFailed, JudgeOutputError
 from .schemas import reply_token_limit
 
@@ -326,6 +327,9 @@ class OpenAIJudge:
             kwargs["max_tokens"] = max_tokens
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
+        hinted = request_fields(self.base_url, current_cache_hint())  # shared.cache_hints
+        if hinted:
+            kwargs["extra_body"] = {**hinted, **(self.extra_body or {})}
         client = await self._client()
         if not retries:
             client = client.with_options(max_retries=0)

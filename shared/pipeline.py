@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Unpack
 
 from ._compose import (
@@ -50,9 +50,12 @@ from ._judge_steps import (
     Route,
     answer_and_grade,
     check_claims,
+    check_claims_at_once,
     prepare_judge,
     reference_questions,
     review_style,
+    review_summary,
+    source_questions,
 )
 from ._sampling import SharedRowAnalysis, combine_samples, sample_judges
 from .adapter_kit import run_sync
@@ -73,7 +76,7 @@ from .options import (
     normalise_source,
 )
 from .prompts import StyleReview
-from .result import QuestionEvidence, SummaryEvaluation
+from .result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
 from .scoring import alignment_ratio, combine_scores, weighted_coverage
 
 
@@ -85,11 +88,13 @@ async def _dimensions(
     batch: BatchAnalysis | SharedAnalyser | SharedRowAnalysis,
     index: int,
     language: str | None = None,
+    style: Callable[[], Awaitable[StyleReview | None]] | None = None,
 ) -> DimensionEvidence:
     """The requested dimensions of one summary; never raises (failures become reasons).
 
     A failed style call makes specificity and non-redundancy None with the judge's error; it does
-    not unscore the headline score, which does not depend on them.
+    not unscore the headline score, which does not depend on them. ``style``: where the style
+    review comes from when it is not a call of its own (the two-call path's summary review).
     """
     try:
         text = await batch.text(index)
@@ -98,7 +103,11 @@ async def _dimensions(
         problem: str | None = "" if judge is None else None
         if judge is not None and settings.needs_judge and sentences:
             try:
-                review = await review_style(sentences, judge, language=language)
+                review = await (
+                    style()
+                    if style is not None
+                    else review_style(sentences, judge, language=language)
+                )
             except Exception as exc:
                 problem = failure_text(exc)
         analysis = await batch.analysis(index)
@@ -196,10 +205,9 @@ async def _evaluate_row(
         return unscored(NO_JUDGE, sig, **dimension_fields(dims))
 
     route = Route()  # the source-level calls' route; each scoring adds its own for claims
+    per_source = source_questions if options.judge_path == "two-call" else reference_questions
     questions = asyncio.ensure_future(
-        reference_questions(
-            source, options, judge, route, language=said, source_language=source_said
-        )
+        per_source(source, options, judge, route, language=said, source_language=source_said)
     )
     try:
         if options.samples == 1:
@@ -239,20 +247,47 @@ async def _judged(
     settings = options.dimension_settings
     route = Route()
 
-    async def coverage_side() -> list[QuestionEvidence]:
-        questions = await asyncio.shield(questions_task)
-        return await answer_and_grade(
-            summary, questions, judge, language=said, source_language=source_said
+    if options.judge_path == "two-call":
+        review_task = asyncio.ensure_future(
+            _summary_review(summary, judge, settings, batch, index, questions_task, language)
         )
+        try:
+            results = await asyncio.gather(
+                _first(review_task),
+                _claims_after_source(
+                    source, summary, judge, options, route, questions_task, language
+                ),
+                _dimensions(
+                    source,
+                    summary,
+                    judge,
+                    settings,
+                    batch,
+                    index,
+                    said,
+                    style=lambda: _second(review_task),
+                ),
+                return_exceptions=True,
+            )
+        finally:
+            if not review_task.done():
+                review_task.cancel()
+    else:
 
-    results = await asyncio.gather(
-        coverage_side(),
-        check_claims(
-            source, summary, judge, options, route, language=said, source_language=source_said
-        ),
-        _dimensions(source, summary, judge, settings, batch, index, said),
-        return_exceptions=True,
-    )
+        async def coverage_side() -> list[QuestionEvidence]:
+            questions = await asyncio.shield(questions_task)
+            return await answer_and_grade(
+                summary, questions, judge, language=said, source_language=source_said
+            )
+
+        results = await asyncio.gather(
+            coverage_side(),
+            check_claims(
+                source, summary, judge, options, route, language=said, source_language=source_said
+            ),
+            _dimensions(source, summary, judge, settings, batch, index, said),
+            return_exceptions=True,
+        )
     dims: DimensionEvidence = results.pop()  # type: ignore[assignment]  # never raises
     if isinstance(dims, BaseException):
         raise dims  # only cancellation gets here
@@ -291,6 +326,54 @@ async def _judged(
         claims=claims,
         signature=sig,
         **extra,
+    )
+
+
+async def _summary_review(
+    summary: str,
+    judge: CachedJudge,
+    settings: DimensionSettings,
+    batch: BatchAnalysis | SharedAnalyser | SharedRowAnalysis,
+    index: int,
+    questions_task: asyncio.Future[list[QuestionEvidence]],
+    language: LanguageEvidence,
+) -> tuple[list[QuestionEvidence], StyleReview | None]:
+    """The two-call path's summary-only call: it waits for the source's questions and, when a
+    judged dimension is asked for, spaCy's sentence split (both made once and shared)."""
+    said, source_said = judge_languages(language)
+    questions = await asyncio.shield(questions_task)
+    sentences: tuple[str, ...] = ()
+    if settings.needs_judge:
+        text = await batch.text(index)
+        sentences = tuple(text.sentences) if text is not None and not text.error else ()
+    return await review_summary(
+        summary, questions, sentences, judge, language=said, source_language=source_said
+    )
+
+
+async def _first(task: asyncio.Future[tuple[Any, Any]]) -> Any:
+    return (await asyncio.shield(task))[0]
+
+
+async def _second(task: asyncio.Future[tuple[Any, Any]]) -> Any:
+    return (await asyncio.shield(task))[1]
+
+
+async def _claims_after_source(
+    source: str,
+    summary: str,
+    judge: CachedJudge,
+    options: ScoreOptions,
+    route: Route,
+    questions_task: asyncio.Future[list[QuestionEvidence]],
+    language: LanguageEvidence,
+) -> list[ClaimEvidence]:
+    """The claim check, sent once the source's own call has finished (whatever its outcome), so
+    the provider has the source's prefix cached when the summaries' checks arrive."""
+    said, source_said = judge_languages(language)
+    await asyncio.wait([questions_task])
+    return await check_claims_at_once(
+        source, summary, judge, options, route, language=said, source_language=source_said
     )
 
 

@@ -236,6 +236,7 @@ def score(
         typer.Option(min=1, help="Seconds one judge call may take before it counts as failed."),
     ] = 120.0,
     samples: Annotated[int, _core("samples", min=1)] = DEFAULTS.samples,
+    judge_path: Annotated[str, _core("judge_path")] = DEFAULTS.judge_path,
     flip_threshold: Annotated[
         float,
         typer.Option(help="With --samples k > 1: pass mark for the share of rows that flip."),
@@ -308,6 +309,7 @@ def score(
         "context_budget": context_budget,
         "samples": samples,
         "language": language,
+        "judge_path": judge_path,
     }
     if dimensions is not None:
         options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
