@@ -625,8 +625,8 @@ def main() -> None:
         f"(<= 0.40), dollars {us['dollars'] / de['dollars']:.2f}x DeepEval without caching and "
         f"{us['dollars_cached'] / de['dollars_cached']:.2f}x with caching priced for both "
         f"(<= 0.25; {us['dollars_cached_any'] / de['dollars_cached_any']:.2f}x where the "
-        "schema "
-        "is not part of the cached prefix), wall {us['wall'] / de['wall']:.3f}x with all dimensions (<= 0.5; their "
+        "schema is not part of the cached prefix), "
+        f"wall {us['wall'] / de['wall']:.3f}x with all dimensions (<= 0.5; their "
         f"spaCy + MiniLM work alone takes {floor:.2f} s = {floor / de['wall']:.2f}x DeepEval's "
         f"wall on {os.cpu_count()} cores), {bare['wall'] / de['wall']:.3f}x for the judge side "
         "alone (dimensions=[])",
