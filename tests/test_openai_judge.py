@@ -16,21 +16,14 @@ def test_full_score_through_the_real_client(seed: tuple[str, str]) -> None:
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
         result = score_summary(*seed, judge=judge)
         assert result.scored, result.error
-        assert url.count == 6  # questions, claims, verdicts, answers, grades, style review
+        assert url.count == 3  # the source's questions, the claim check, the summary review
         first = url.requests[0]
         assert first["model"] == "stub-model"
         assert first["temperature"] == 0.0
         assert first["response_format"]["type"] == "json_schema"
         names = {r["response_format"]["json_schema"]["name"] for r in url.requests}
-        assert names == {
-            "GeneratedQuestions",
-            "ExtractedClaims",
-            "ClaimVerdicts",
-            "SummaryAnswers",
-            "AnswerGrades",
-            "StyleReview",
-        }
-    assert judge.usage["calls"] == 6 and judge.usage["prompt_tokens"] > 0
+        assert names == {"GeneratedQuestions", "CheckedClaims", "SummaryReview"}
+    assert judge.usage["calls"] == 3 and judge.usage["prompt_tokens"] > 0
     assert result.signature.startswith("judge:stub-model|")
     # the same evidence as the in-process fake gives for the same texts
     direct = score_summary(*seed, judge=FakeJudge())
@@ -38,17 +31,17 @@ def test_full_score_through_the_real_client(seed: tuple[str, str]) -> None:
 
 
 def test_malformed_reply_is_retried_through_the_client(seed: tuple[str, str]) -> None:
-    fake = FakeJudge({p.ExtractedClaims: ['{"claims": ["The app logs meals."', "```json\nnope"]})
+    fake = FakeJudge({p.CheckedClaims: ['{"claims": [{"claim": "The app', "```json\nnope"]})
     with stub_server(fake) as url:
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
         result = score_summary(*seed, judge=judge)
     assert result.scored, result.error
     claim_requests = [
-        r for r in url.requests if r["response_format"]["json_schema"]["name"] == "ExtractedClaims"
+        r for r in url.requests if r["response_format"]["json_schema"]["name"] == "CheckedClaims"
     ]
     assert len(claim_requests) == 3
     retry_prompt = claim_requests[1]["messages"][-1]["content"]
-    assert "Your previous reply could not be used: reply is not valid ExtractedClaims JSON" in (
+    assert "Your previous reply could not be used: reply is not valid CheckedClaims JSON" in (
         retry_prompt
     )
 
@@ -63,7 +56,7 @@ def test_rate_limit_and_server_errors_are_retried_with_backoff(
         result = score_summary(*seed, judge=judge, concurrency=1)
         elapsed = time.monotonic() - started
     assert result.scored, result.error
-    assert url.count == 6 + 2  # two refused, then every step answered
+    assert url.count == 3 + 2  # two refused, then every call answered
     assert elapsed >= 0.5  # the SDK waited (exponential backoff from 0.5 s) before retrying
 
 
@@ -108,5 +101,5 @@ def test_one_judge_serves_several_sync_calls_over_keep_alive(seed: tuple[str, st
         second = score_summary(seed[0], "The app tracks water intake.", judge=judge, dimensions=[])
     assert first.scored, first.error
     assert second.scored, second.error
-    # 5 calls for the first, 4 for the second (its questions come from the cache)
-    assert url.count == 9
+    # 3 calls for the first, 2 for the second (its questions come from the cache)
+    assert url.count == 5
