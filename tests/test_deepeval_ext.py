@@ -632,9 +632,12 @@ def test_dimension_metric_succeeds_when_the_judge_fails_only_the_headline(
         # its own account (the dimension's evidence), not the failed headline's reason
         assert metric.reason.startswith(f"{name} ") and "Unscored:" not in metric.reason
     # a dimension that itself failed is an error with the core's reason, never 0
-    no_style = FakeJudge({p.StyleReview: ["not json"] * 10})
+    # (on the two-call path the style review is part of the summary review)
+    no_style = FakeJudge({"SummaryReview": ["not json"] * 10})
     specificity = SummarySubScoreMetric("specificity", model=FakeDeepEvalModel(no_style))
-    with pytest.raises(SummaryScoringError, match=r"'specificity' was not computed: .*StyleReview"):
+    with pytest.raises(
+        SummaryScoringError, match=r"'specificity' was not computed: .*SummaryReview"
+    ):
         specificity.measure(case(source, summary), _show_indicator=False)
     assert specificity.score is None and specificity.success is False
     broken = FakeJudge({p.CheckedClaims: ["not json"] * 10})
