@@ -16,6 +16,10 @@ every cache key: questions of one source are shared only among its summaries in 
 (the cached judge de-duplicates identical prompts; there is no other grouping). None, or
 English with an English source, sends exactly the English prompts.
 
+The two-call path (the default) has its own steps at the end of this module:
+:func:`source_questions` (per source), :func:`check_claims_at_once` and :func:`review_summary`
+(per summary); past the context budget they fall back on the step-by-step steps above.
+
 Internal: the pipeline is its only caller; its names may change without notice.
 """
 

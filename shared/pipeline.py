@@ -1,6 +1,18 @@
 """The scoring pipeline: one async path from (source, summary) to a SummaryEvaluation.
 
-Call graph for one summary (three sequential judge rounds, cold cache)::
+Call graph for one summary on the default two-call path (``judge_path="two-call"``; docs/DESIGN.md,
+"How the judge is asked")::
+
+    call 1 (per source, shared)   questions with importance and the source's answers
+    then, side by side            claims extracted and checked against the full source
+                                  |  questions answered from the summary and graded, with the
+                                     style review (this call never sees the source)
+
+Every call that carries the source begins with the same bytes (:func:`shared.prompts.source_prefix`)
+and a cache hint (:mod:`shared.cache_hints`); the summary's calls wait until the source's call has
+finished, so a provider's prefix cache is warm when they arrive. The dependent chain is 2 calls.
+
+The step-by-step path (``judge_path="steps"``) makes three sequential judge rounds::
 
     round 1   generate questions (source only, shared)   |  extract claims  |  review style
     round 2   answer questions from the summary          |  verify claims against the full source
@@ -12,16 +24,16 @@ runs in a worker thread while the first judge calls are in flight. The determini
 (spaCy, NLTK, embeddings: :mod:`shared.dimensions`) need no judge; with ``judge=None`` they are
 the only thing computed and the result is unscored with ``error`` starting "no judge".
 
-A source whose prompts would exceed ``context_budget`` (estimated tokens) is chunked without
-adding a round: round 1 asks every part of it for questions in parallel, round 2 checks claims
-against BM25-retrieved passages (:mod:`shared.chunking`, :mod:`shared.retrieval`). Sources that
-fit are scored exactly as without a budget.
+A source whose prompts would exceed ``context_budget`` (estimated tokens) is chunked on either
+path without adding a round: every part of it is asked for questions in parallel, and claims are
+checked against BM25-retrieved passages (:mod:`shared.chunking`, :mod:`shared.retrieval`).
+Sources that fit are scored exactly as without a budget.
 
 Question generation depends only on the source and the options, so concurrent summaries of one
 source share one call (the cached judge de-duplicates identical in-flight requests) and later
 summaries hit the cache.
 
-With ``samples=k > 1`` the summary-dependent calls of rounds 1-3 are made once per judge sample
+With ``samples=k > 1`` the summary-dependent calls are made once per judge sample
 (:mod:`shared._sampling`: own seed, own cache keys), against the one set of questions of round
 1, and the result is the mean of the k scorings with their spread.
 

@@ -7,11 +7,16 @@ Texts from users (source, summary, questions, claims) are placed in delimited bl
     <<<END SUMMARY>>>
 
 and any ``<<<`` / ``>>>`` inside them is neutralised first, so a summary cannot close its own
-block and smuggle instructions into the prompt. Each prompt begins with a task line
-(``### summary-eval task: <name>``) that the shipped fake judge and stub server route on.
+block and smuggle instructions into the prompt. Each prompt has a task line
+(``### summary-eval task: <name>``) that the shipped fake judge and stub server route on: first
+in a step-by-step prompt, right after the source in a two-call prompt that carries the source
+(which begins with :data:`SOURCE_PREAMBLE` and the source block, the same bytes for every call
+of that source, so a provider's prefix cache can serve them); :func:`task_of` reads it outside
+the data blocks.
 
-The hash of all templates and schemas goes into every score's signature; ``tests/test_prompts.py``
-pins it, so editing a prompt is a visible, deliberate change (bump the pinned value and note why).
+The hash of the templates and schemas of the path that scored (:func:`prompts_hash` for the
+step-by-step path, :func:`compact_prompts_hash` for the two-call path) goes into every score's
+signature; ``tests/test_prompts.py`` pins both, so editing a prompt is a visible, deliberate change (bump the pinned value and note why).
 
 Languages (docs/LANGUAGES.md, "Judge"): every builder takes ``language`` (the summary's) and
 ``source_language``. For a non-English or cross-lingual pair one language block, built from the
