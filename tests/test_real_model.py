@@ -292,9 +292,10 @@ def test_the_two_call_path_finds_the_source_prefix_cached_on_the_second_summary(
     assert len(rows) == 3 and len({r["source"] for r in rows}) == 1
     source = rows[0]["source"]
     judge = _judge(llama_server)
-    first = score_summaries([(source, rows[0]["summary"])], judge=judge, dimensions=[])
+    options: dict[str, Any] = {"dimensions": [], "n": 2}  # plumbing, kept short for a CPU
+    first = score_summaries([(source, rows[0]["summary"])], judge=judge, **options)
     counted_before = judge.usage.get("cached_tokens")
-    second = score_summaries([(source, rows[1]["summary"])], judge=judge, dimensions=[])
+    second = score_summaries([(source, rows[1]["summary"])], judge=judge, **options)
     _assert_plumbing([*first, *second], 2)
     assert "|path:two-call|" in (second[0].signature or "")
     counted_after = judge.usage.get("cached_tokens")
