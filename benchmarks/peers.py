@@ -5,16 +5,27 @@ by side, in one run, with one fake judge plugged in the way users plug in a mode
 - Ragas runner: ``ragas.evaluate`` with ``llm_factory`` on an ``AsyncOpenAI`` client whose
   transport is an ``httpx.MockTransport`` stub (no socket at all).
 
-The fake sleeps ``--latency`` seconds per call, answers schema-valid JSON built from the texts in
-the prompt (ours: :func:`shared.testing.default_answer`; the peers' schemas: truths/claims =
-sentences of the text asked about, questions/answers/verdicts one per item asked, capped at
+The fake waits as long as a hosted model would take to answer (the token-rate model:
+``--latency`` seconds, 0.3 by default, plus the reply's completion tokens at ``--tokens-per-s``,
+100 by default), answers schema-valid JSON built from the texts in the prompt (ours:
+:func:`shared.testing.default_answer`; the peers' schemas: truths/claims = sentences of the text
+asked about, questions/answers/verdicts one per item asked, capped at
 ``OUTPUT_CAP`` completion tokens as a real model's output limit would), and records every call:
 start, end, prompt and completion tokens (o200k_base via the offline ``bpe-openai`` package when
 installed, else the core's conservative estimate, as the header says), and a key of prompt +
 schema to count repeated calls. "Rounds" is the longest chain of calls each starting after the
 previous one ended.
 
-    .venv/bin/python benchmarks/peers.py [--latency 0.5] [--quick] [--amortised-only]
+Provider caching is priced by the OpenAI rule for every runner alike (:func:`cached_tokens`): a
+call's prompt is served from the cache up to the longest prefix it shares with a call that had
+*finished* before it started and was sent the same response schema (OpenAI puts the schema
+before the prompt), counted in 128-token steps from 1,024 tokens; cached tokens are billed at the
+model's cached-input price (gpt-4o-mini: 50 %). Dollars are shown without and with caching;
+the last two columns price a server whose cache key is the prompt alone (vLLM, llama.cpp, or a
+request without a response schema), where calls with different schemas share a prefix too.
+
+    .venv/bin/python benchmarks/peers.py [--latency 0.3] [--tokens-per-s 100] [--quick]
+        [--amortised-only] [--price-model gpt-4o-mini]
 """
 
 from __future__ import annotations
@@ -52,6 +63,7 @@ from pydantic import BaseModel  # noqa: E402
 
 from shared import DEFAULT_CONTEXT_BUDGET  # noqa: E402
 from shared import prompts as p  # noqa: E402
+from shared.pricing import table_prices  # noqa: E402
 from shared.retrieval import PASSAGE_TOKENS, TOP_PASSAGES  # noqa: E402
 from shared.testing import default_answer, sentences  # noqa: E402
 from shared.tokens import estimate_tokens  # noqa: E402
@@ -81,6 +93,40 @@ class Call:
     prompt_tokens: int
     completion_tokens: int
     key: str
+    cached_tokens: int = 0
+    cached_any_schema: int = 0
+
+
+CACHE_MIN_TOKENS = 1024
+"""OpenAI caches prompts of at least this many tokens ..."""
+CACHE_STEP_TOKENS = 128
+"""... in steps of this many tokens (platform.openai.com/docs/guides/prompt-caching)."""
+
+
+def common_prefix_length(a: str, b: str) -> int:
+    """Characters ``a`` and ``b`` share at their start (binary search on C-level slice compares)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def cached_tokens(prompt: str, finished: list[str]) -> int:
+    """Prompt tokens a provider caching by the OpenAI rule would serve from its cache: the
+    longest prefix ``prompt`` shares with any of ``finished`` (calls with the same schema that
+    ended before this one started), in whole 128-token steps, nothing below 1,024 tokens. The
+    shared prefix is counted one token short, since the token at its edge may differ."""
+    shared = max((common_prefix_length(prompt, other) for other in finished), default=0)
+    if shared == 0:
+        return 0
+    tokens = count_tokens(prompt[:shared]) - 1
+    if tokens < CACHE_MIN_TOKENS:
+        return 0
+    return tokens // CACHE_STEP_TOKENS * CACHE_STEP_TOKENS
 
 
 MEMO: dict[str, tuple[str, int, int]] = {}
@@ -97,22 +143,41 @@ class Fake:
     """The one fake judge behind every runner: answers, sleeps, counts."""
 
     latency: float
+    tokens_per_s: float = 100.0
     texts: list[str] = field(default_factory=list)  # sources and summaries, longest first
     calls: list[Call] = field(default_factory=list)
+    finished: dict[str, list[str]] = field(default_factory=dict)  # schema -> prompts answered
+    answered: list[str] = field(default_factory=list)  # every prompt answered
 
     def know(self, *texts: str) -> None:
         self.texts = sorted(set(self.texts) | set(texts), key=len, reverse=True)
 
     async def reply(self, prompt: str, schema: type[BaseModel]) -> BaseModel:
         start = time.perf_counter()
-        await asyncio.sleep(self.latency)
         key = hashlib.sha256(f"{schema.__name__}\0{prompt}".encode()).hexdigest()
         memo = MEMO.get(key)
         if memo is None:  # the fake's own CPU work; see MEMO
             reply = self.answer(prompt, schema).model_dump_json()
             memo = MEMO[key] = (reply, count_tokens(prompt), count_tokens(reply))
         reply, prompt_tokens, completion_tokens = memo
-        self.calls.append(Call(start, time.perf_counter(), prompt_tokens, completion_tokens, key))
+        schema_key = json.dumps(schema.model_json_schema(), sort_keys=True)
+        done = self.finished.setdefault(schema_key, [])
+        cached = cached_tokens(prompt, done)  # what had finished when this call was sent
+        cached_any = cached_tokens(prompt, self.answered)
+        await asyncio.sleep(self.latency + completion_tokens / self.tokens_per_s)
+        done.append(prompt)
+        self.answered.append(prompt)
+        self.calls.append(
+            Call(
+                start,
+                time.perf_counter(),
+                prompt_tokens,
+                completion_tokens,
+                key,
+                cached,
+                cached_any,
+            )
+        )
         return schema.model_validate_json(reply)
 
     # -- answers ------------------------------------------------------------------------------
@@ -175,8 +240,19 @@ def stats(calls: list[Call], wall: float) -> dict[str, Any]:
     for c in calls:
         repeated += c.key in seen
         seen.add(c.key)
+    usage = {
+        "prompt_tokens": sum(c.prompt_tokens for c in calls),
+        "completion_tokens": sum(c.completion_tokens for c in calls),
+    }
+    cached = sum(c.cached_tokens for c in calls)
+    cached_any = sum(c.cached_any_schema for c in calls)
     return {
         "calls": len(calls),
+        "cached": cached,
+        "cached_any": cached_any,
+        "dollars": PRICES.cost(usage),
+        "dollars_cached": PRICES.cost({**usage, "cached_tokens": cached}),
+        "dollars_cached_any": PRICES.cost({**usage, "cached_tokens": cached_any}),
         "prompt": sum(c.prompt_tokens for c in calls),
         "completion": sum(c.completion_tokens for c in calls),
         "largest": max((c.prompt_tokens for c in calls), default=0),
@@ -326,9 +402,14 @@ RUNNERS = {
 }
 
 
+TOKENS_PER_S = 100.0
+"""Completion tokens a second in the latency model (set from ``--tokens-per-s``)."""
+PRICES = table_prices("gpt-4o-mini")  # replaced from --price-model in main()
+
+
 def measure(runner: str, pairs: list[tuple[str, str]], latency: float, **options: Any) -> dict:
     framework, which = RUNNERS[runner]
-    fake = Fake(latency)
+    fake = Fake(latency, TOKENS_PER_S)
     for source, summary in pairs:
         fake.know(source, summary)
     run = run_deepeval if framework == "deepeval" else run_ragas
@@ -338,13 +419,29 @@ def measure(runner: str, pairs: list[tuple[str, str]], latency: float, **options
 
 def table(title: str, rows: dict[str, dict]) -> None:
     print(f"\n{title}")
-    head = ("runner", "calls", "prompt tok", "compl tok", "largest", "rounds", "wall s", "repeated")
+    head = (
+        "runner",
+        "calls",
+        "prompt tok",
+        "cached tok",
+        "compl tok",
+        "largest",
+        "rounds",
+        "wall s",
+        "repeated",
+        "$",
+        "$ cached",
+        "cached tok, prompt only",
+        "$ cached, prompt only",
+    )
     print(f"| {' | '.join(head)} |")
     print("|" + "---|" * len(head))
     for name, r in rows.items():
         print(
-            f"| {name} | {r['calls']} | {r['prompt']:,} | {r['completion']:,} | {r['largest']:,} "
-            f"| {r['rounds']} | {r['wall']:.2f} | {r['repeated']} |"
+            f"| {name} | {r['calls']} | {r['prompt']:,} | {r['cached']:,} | {r['completion']:,} "
+            f"| {r['largest']:,} | {r['rounds']} | {r['wall']:.2f} | {r['repeated']} "
+            f"| {r['dollars']:.4f} | {r['dollars_cached']:.4f} | {r['cached_any']:,} "
+            f"| {r['dollars_cached_any']:.4f} |"
         )
 
 
@@ -407,7 +504,15 @@ def cpu_floor(summaries: list[str], repeats: int = 2) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--latency", type=float, default=0.5)
+    parser.add_argument(
+        "--latency", type=float, default=0.3, help="seconds per call before its first token"
+    )
+    parser.add_argument(
+        "--tokens-per-s", type=float, default=100.0, help="completion tokens a second"
+    )
+    parser.add_argument(
+        "--price-model", default="gpt-4o-mini", help="model whose list prices bill the tokens"
+    )
     parser.add_argument("--quick", action="store_true", help="skip the scaling and 100k runs")
     parser.add_argument(
         "--amortised-only", action="store_true", help="only 5 summaries of the 100k-word source"
@@ -419,8 +524,19 @@ def main() -> None:
         help="timed runs of each 20-summary variant, alternating; the table shows the median wall",
     )
     args = parser.parse_args()
+    global TOKENS_PER_S, PRICES
+    TOKENS_PER_S = args.tokens_per_s
+    PRICES = table_prices(args.price_model)
+    if PRICES is None:
+        parser.error(f"no list price for {args.price_model!r}")
     lat = args.latency
-    print(f"tokenizer: {TOKENIZER}; latency {lat} s/call; context budget {DEFAULT_CONTEXT_BUDGET}")
+    print(
+        f"tokenizer: {TOKENIZER}; latency {lat} s/call + completion tokens / {TOKENS_PER_S:g} "
+        f"per s; context budget {DEFAULT_CONTEXT_BUDGET}; prices {args.price_model} "
+        f"(${PRICES.input}/${PRICES.cached_input}/${PRICES.output} per 1M input/cached/output, "
+        f"{PRICES.source}); caching: OpenAI rule, same schema, >= {CACHE_MIN_TOKENS} tok in "
+        f"{CACHE_STEP_TOKENS}-tok steps, from calls finished before"
+    )
     if args.amortised_only:
         amortised(lat)
         return
@@ -504,13 +620,17 @@ def main() -> None:
     floor = cpu_floor(summaries)
     one_r = results["one summary, 2.5k-word article"]
     ratios = [
-        f"20 summaries: prompt tokens {us['prompt'] / de['prompt']:.2f}x DeepEval "
-        f"(target <= 0.5), calls {us['calls']}/{de['calls']} (<= 1), "
-        f"wall {us['wall'] / de['wall']:.3f}x with all dimensions (<= 0.75; their spaCy + MiniLM "
-        f"work alone takes {floor:.2f} s = {floor / de['wall']:.2f}x DeepEval's wall on "
-        f"{os.cpu_count()} cores), {bare['wall'] / de['wall']:.3f}x for the judge side alone "
-        "(dimensions=[])",
-        f"one summary cold: {one_r['deepeval.evaluate ours']['rounds']} rounds (<= 3; "
+        f"20 summaries: calls {us['calls']} (target <= 45; DeepEval {de['calls']}), "
+        f"prompt tokens {us['prompt'] / de['prompt']:.2f}x DeepEval before caching "
+        f"(<= 0.40), dollars {us['dollars'] / de['dollars']:.2f}x DeepEval without caching and "
+        f"{us['dollars_cached'] / de['dollars_cached']:.2f}x with caching priced for both "
+        f"(<= 0.25; {us['dollars_cached_any'] / de['dollars_cached_any']:.2f}x where the "
+        "schema is not part of the cached prefix), "
+        f"wall {us['wall'] / de['wall']:.3f}x with all dimensions (<= 0.5; their "
+        f"spaCy + MiniLM work alone takes {floor:.2f} s = {floor / de['wall']:.2f}x DeepEval's "
+        f"wall on {os.cpu_count()} cores), {bare['wall'] / de['wall']:.3f}x for the judge side "
+        "alone (dimensions=[])",
+        f"one summary cold: {one_r['deepeval.evaluate ours']['rounds']} dependent calls (<= 2; "
         f"DeepEval {one_r['deepeval.evaluate SummarizationMetric']['rounds']})",
         f"cache rerun: {warm['calls']} calls (0)",
     ]

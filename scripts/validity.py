@@ -11,10 +11,13 @@ the coherence weights and the grounding prior and number weight: 5 folds grouped
 weights picked on 4 folds from a small grid, the Spearman measured on the fifth.
 With ``--base-url`` and ``--model`` (any OpenAI-compatible endpoint) it also scores the judged
 parts: the F-beta ``score``, ``alignment``, ``coverage``, ``specificity`` and the judged
-``non_redundancy``.
+``non_redundancy``, once per judge path (``--paths``: the default ``two-call`` path and the
+step-by-step ``steps`` path, on the same endpoint), and prints their agreement with the ratings
+side by side, so a change of path can be checked for lost agreement.
 
     .venv/bin/python scripts/validity.py [--data examples/summeval/dev.jsonl] [--cv]
     .venv/bin/python scripts/validity.py --base-url http://host/v1 --model NAME [--limit 160]
+        [--paths two-call,steps]
 """
 
 from __future__ import annotations
@@ -218,15 +221,56 @@ def cross_validate_grounding(
     )
 
 
-def judged_values(results: Sequence[SummaryEvaluation]) -> Values:
+JUDGED = (
+    "score (F-beta)",
+    "alignment",
+    "coverage",
+    "specificity (judged)",
+    "non_redundancy (det. + judged)",
+)
+
+
+def judged_values(results: Sequence[SummaryEvaluation], path: str | None = None) -> Values:
+    """The judged sub-scores; with ``path``, each name carries it (``alignment [steps]``)."""
     out: Values = defaultdict(list)
+    tag = f" [{path}]" if path else ""
     for res in results:
-        out["score (F-beta)"].append(res.score)
-        out["alignment"].append(res.alignment)
-        out["coverage"].append(res.coverage)
-        out["specificity (judged)"].append(res.specificity)
-        out["non_redundancy (det. + judged)"].append(res.non_redundancy)
+        values = (res.score, res.alignment, res.coverage, res.specificity, res.non_redundancy)
+        for name, value in zip(JUDGED, values, strict=True):
+            out[name + tag].append(value)
     return out
+
+
+def side_by_side(rows: Sequence[dict], by_path: dict[str, Sequence[SummaryEvaluation]]) -> str:
+    """One line per judged sub-score and human rating: Spearman rho of each path, side by side,
+    over the articles where every path's correlation is defined (their count in brackets)."""
+    paths = list(by_path)
+    lines = [
+        "| sub-score | rating | " + " | ".join(paths) + " | articles |",
+        "|---|---|" + "---|" * len(paths) + "---|",
+    ]
+    values = {path: judged_values(results) for path, results in by_path.items()}
+    for name in JUDGED:
+        for human in HUMAN:
+            keep = None
+            for path in paths:
+                defined = _defined_articles(rows, values[path][name], human)
+                keep = defined if keep is None else keep & defined
+            cells = []
+            for path in paths:
+                rho, _, n = summary_level(rows, values[path][name], human, keep)
+                cells.append("n/a" if n == 0 else f"{rho:+.3f}")
+            lines.append(f"| {name} | {human} | " + " | ".join(cells) + f" | {len(keep or ())} |")
+    return "\n".join(lines)
+
+
+def _defined_articles(rows: Sequence[dict], values: Sequence[float | None], human: str) -> set:
+    """Articles whose summary-level correlation of ``values`` with ``human`` is defined."""
+    return {
+        article
+        for article in {r["article_id"] for r in rows}
+        if summary_level(rows, values, human, {article})[2] == 1
+    }
 
 
 def summary_level(
@@ -374,34 +418,54 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=10, help="questions per source (judge runs)")
     parser.add_argument("--concurrency", type=int, default=8, help="judge calls in flight")
     parser.add_argument("--cache", type=Path, help="SQLite file for judge replies")
+    parser.add_argument(
+        "--paths",
+        default="two-call,steps",
+        help="judge paths to compare, comma-separated (two-call, steps)",
+    )
     args = parser.parse_args(argv)
     if bool(args.base_url) != bool(args.model):
         parser.error("--base-url and --model go together")
+    paths = [path.strip() for path in args.paths.split(",") if path.strip()]
+    if not paths or any(path not in ("two-call", "steps") for path in paths):
+        parser.error(f"--paths takes two-call and/or steps, got {args.paths!r}")
     rows = load_rows(args.data, args.limit)
     pairs = [(r["article"], r["summary"]) for r in rows]
     judge = None
     if args.base_url:
         judge = OpenAIJudge(args.model, base_url=args.base_url, api_key=args.api_key)
-    results = score_summaries(
-        pairs,
-        judge=judge,
-        n=args.n,
-        concurrency=args.concurrency,
-        cache=args.cache or True,
-        **({} if judge else {"dimensions": DETERMINISTIC}),
-    )
+    by_path: dict[str, list[SummaryEvaluation]] = {}
+    for path in paths if judge is not None else paths[:1]:
+        by_path[path] = score_summaries(
+            pairs,
+            judge=judge,
+            n=args.n,
+            concurrency=args.concurrency,
+            cache=args.cache or True,
+            judge_path=path,
+            **({} if judge else {"dimensions": DETERMINISTIC}),
+        )
+    results = next(iter(by_path.values()))  # the deterministic dimensions: the same on any path
     values = deterministic_values(results)
     grounding = grounding_scores(pairs)
     values.update(grounding_values(grounding))
     if judge is not None:
-        values.update(judged_values(results))
-        unscored = [r for r in results if not r.scored]
-        if unscored:
-            print(f"{len(unscored)} of {len(results)} rows unscored, e.g.: {unscored[0].error}")
+        for path, scored in by_path.items():
+            values.update(judged_values(scored, path if len(by_path) > 1 else None))
+            unscored = [r for r in scored if not r.scored]
+            if unscored:
+                print(
+                    f"{path}: {len(unscored)} of {len(scored)} rows unscored, e.g.: "
+                    f"{unscored[0].error}"
+                )
     articles = len({r["article_id"] for r in rows})
     print(f"{len(rows)} summaries, {articles} articles; summary-level Spearman rho / Kendall tau")
     print("(mean over articles; in brackets: articles with a defined correlation)\n")
     print(table(rows, values))
+    if judge is not None and len(by_path) > 1:
+        print("\nJudge paths side by side: Spearman rho with each rating, over the articles where")
+        print("every path's correlation is defined\n")
+        print(side_by_side(rows, by_path))
     if args.cv:
         print()
         print(cross_validate(rows, coherence_counts(results)))

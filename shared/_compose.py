@@ -31,7 +31,12 @@ def signature(
     language: str | None = None,
     source_language: str | None = None,
 ) -> str:
-    """``judge:<model>|n:<n>|beta:<b>|combine:<c>|prompts:<hash>|version:<v>`` (after sacrebleu).
+    """``judge:<model>|n:<n>|beta:<b>|combine:<c>|prompts:<hash>|path:<p>|version:<v>`` (after
+    sacrebleu).
+
+    ``path`` is how the judge was asked (``two-call``, the default, or ``steps``); ``prompts``
+    is that path's hash (:func:`shared.prompts.compact_prompts_hash` or
+    :func:`shared.prompts.prompts_hash`), so results of the two paths never share a signature.
 
     With user questions, ``n`` reads ``user<count>:<hash>`` so two question sets never share one.
     ``long=True`` (a result whose source was chunked) adds ``|long:<hash>|budget:<tokens>`` after
@@ -54,9 +59,10 @@ def signature(
         ).hexdigest()[:6]
         n = f"user{len(options.questions)}:{digest}"
     beta = f"{options.beta:g}"
+    prompts = p.compact_prompts_hash() if options.judge_path == "two-call" else p.prompts_hash()
     return (
         f"judge:{model}|n:{n}|beta:{beta}|combine:{options.combine}"
-        f"|prompts:{p.prompts_hash()}"
+        f"|prompts:{prompts}|path:{options.judge_path}"
         + p.language_signature_part(language, source_language)
         + (f"|long:{p.long_prompts_hash()}|budget:{options.context_budget}" if long else "")
         + f"{options.dimension_settings.signature_part()}"

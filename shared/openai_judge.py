@@ -53,6 +53,7 @@ from typing import Any, Literal, TypeVar, get_args
 from pydantic import BaseModel, Field
 
 from ._replies import parse_json_reply
+from .cache_hints import current_cache_hint, request_fields
 from .judge import JudgeFailed, JudgeOutputError
 from .pricing import Prices, resolve_prices
 from .schemas import reply_token_limit
@@ -445,6 +446,9 @@ class OpenAIJudge:
             kwargs["max_tokens"] = max_tokens
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
+        hinted = request_fields(self.base_url, current_cache_hint())  # shared.cache_hints
+        if hinted:
+            kwargs["extra_body"] = {**hinted, **(self.extra_body or {})}
         limit = self.timeout if timeout is None else timeout
         if timeout is None and self.fit_timeout and max_tokens:
             limit = max(limit, self.fitted_limit(max_tokens))

@@ -76,6 +76,15 @@ DeepEval's 20 concurrent test cases do. At 32 the calls over the limit waited a 
 their replies landed on the last round's: measured 0.77x DeepEval's wall time, 0.75x at 64
 (docs/PERFORMANCE.md). Lower it for rate-limited APIs."""
 
+JUDGE_PATHS = ("two-call", "steps")
+DEFAULT_JUDGE_PATH = "two-call"
+"""How the judge is asked (docs/DESIGN.md, "How the judge is asked"). ``two-call``: one call per
+source (weighted questions with the source's answers) and two per summary (claims extracted and
+checked against the full source; the questions answered from the summary and graded, with the
+style review), every source-carrying prompt beginning with the same bytes so a provider's prefix
+cache serves them. ``steps``: extraction, verification, answers and grades as separate calls
+(three dependent rounds). The metric definitions are the same; the signature names the path."""
+
 MAX_BETA = 1e100
 """Largest accepted ``beta``: beyond about 1e154 its square overflows and F-beta would be NaN;
 long before that F-beta equals coverage to every printed digit."""
@@ -289,6 +298,11 @@ class OptionFields:
         check_language_code,
         "Language code of every row (e.g. 'fr'); None detects each row's language.",
     )
+    judge_path: Literal["two-call", "steps"] = option(
+        DEFAULT_JUDGE_PATH,
+        _one_of(*JUDGE_PATHS),
+        "two-call: one judge call per source and two per summary; steps: the step-by-step calls.",
+    )
 
 
 class ScoreOptionsKwargs(TypedDict, total=False):
@@ -310,6 +324,7 @@ class ScoreOptionsKwargs(TypedDict, total=False):
     context_budget: int
     samples: int
     language: str | None
+    judge_path: Literal["two-call", "steps"]
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(OptionFields))

@@ -1,6 +1,18 @@
 """The scoring pipeline: one async path from (source, summary) to a SummaryEvaluation.
 
-Call graph for one summary (three sequential judge rounds, cold cache)::
+Call graph for one summary on the default two-call path (``judge_path="two-call"``; docs/DESIGN.md,
+"How the judge is asked")::
+
+    call 1 (per source, shared)   questions with importance and the source's answers
+    then, side by side            claims extracted and checked against the full source
+                                  |  questions answered from the summary and graded, with the
+                                     style review (this call never sees the source)
+
+Every call that carries the source begins with the same bytes (:func:`shared.prompts.source_prefix`)
+and a cache hint (:mod:`shared.cache_hints`); the summary's calls wait until the source's call has
+finished, so a provider's prefix cache is warm when they arrive. The dependent chain is 2 calls.
+
+The step-by-step path (``judge_path="steps"``) makes three sequential judge rounds::
 
     round 1   generate questions (source only, shared)   |  extract claims  |  review style
     round 2   answer questions from the summary          |  verify claims against the full source
@@ -12,16 +24,16 @@ runs in a worker thread while the first judge calls are in flight. The determini
 (spaCy, NLTK, embeddings: :mod:`shared.dimensions`) need no judge; with ``judge=None`` they are
 the only thing computed and the result is unscored with ``error`` starting "no judge".
 
-A source whose prompts would exceed ``context_budget`` (estimated tokens) is chunked without
-adding a round: round 1 asks every part of it for questions in parallel, round 2 checks claims
-against BM25-retrieved passages (:mod:`shared.chunking`, :mod:`shared.retrieval`). Sources that
-fit are scored exactly as without a budget.
+A source whose prompts would exceed ``context_budget`` (estimated tokens) is chunked on either
+path without adding a round: every part of it is asked for questions in parallel, and claims are
+checked against BM25-retrieved passages (:mod:`shared.chunking`, :mod:`shared.retrieval`).
+Sources that fit are scored exactly as without a budget.
 
 Question generation depends only on the source and the options, so concurrent summaries of one
 source share one call (the cached judge de-duplicates identical in-flight requests) and later
 summaries hit the cache.
 
-With ``samples=k > 1`` the summary-dependent calls of rounds 1-3 are made once per judge sample
+With ``samples=k > 1`` the summary-dependent calls are made once per judge sample
 (:mod:`shared._sampling`: own seed, own cache keys), against the one set of questions of round
 1, and the result is the mean of the k scorings with their spread.
 
@@ -35,7 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Unpack
 
 from ._compose import (
@@ -50,9 +62,12 @@ from ._judge_steps import (
     Route,
     answer_and_grade,
     check_claims,
+    check_claims_at_once,
     prepare_judge,
     reference_questions,
     review_style,
+    review_summary,
+    source_questions,
 )
 from ._sampling import SharedRowAnalysis, combine_samples, sample_judges
 from .adapter_kit import run_sync
@@ -73,7 +88,7 @@ from .options import (
     normalise_source,
 )
 from .prompts import StyleReview
-from .result import QuestionEvidence, SummaryEvaluation
+from .result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
 from .scoring import alignment_ratio, combine_scores, weighted_coverage
 from .usage import collect_usage, negotiate_judge, usage_fields
 
@@ -86,11 +101,13 @@ async def _dimensions(
     batch: BatchAnalysis | SharedAnalyser | SharedRowAnalysis,
     index: int,
     language: str | None = None,
+    style: Callable[[], Awaitable[StyleReview | None]] | None = None,
 ) -> DimensionEvidence:
     """The requested dimensions of one summary; never raises (failures become reasons).
 
     A failed style call makes specificity and non-redundancy None with the judge's error; it does
-    not unscore the headline score, which does not depend on them.
+    not unscore the headline score, which does not depend on them. ``style``: where the style
+    review comes from when it is not a call of its own (the two-call path's summary review).
     """
     try:
         text = await batch.text(index)
@@ -99,7 +116,11 @@ async def _dimensions(
         problem: str | None = "" if judge is None else None
         if judge is not None and settings.needs_judge and sentences:
             try:
-                review = await review_style(sentences, judge, language=language)
+                review = await (
+                    style()
+                    if style is not None
+                    else review_style(sentences, judge, language=language)
+                )
             except Exception as exc:
                 problem = failure_text(exc)
         analysis = await batch.analysis(index)
@@ -199,10 +220,9 @@ async def _evaluate_row(
         return unscored(NO_JUDGE, sig, **dimension_fields(dims))
 
     route = Route()  # the source-level calls' route; each scoring adds its own for claims
+    per_source = source_questions if options.judge_path == "two-call" else reference_questions
     questions = asyncio.ensure_future(
-        reference_questions(
-            source, options, judge, route, language=said, source_language=source_said
-        )
+        per_source(source, options, judge, route, language=said, source_language=source_said)
     )
     try:
         if options.samples == 1:
@@ -242,20 +262,47 @@ async def _judged(
     settings = options.dimension_settings
     route = Route()
 
-    async def coverage_side() -> list[QuestionEvidence]:
-        questions = await asyncio.shield(questions_task)
-        return await answer_and_grade(
-            summary, questions, judge, language=said, source_language=source_said
+    if options.judge_path == "two-call":
+        review_task = asyncio.ensure_future(
+            _summary_review(summary, judge, settings, batch, index, questions_task, language)
         )
+        try:
+            results = await asyncio.gather(
+                _first(review_task),
+                _claims_after_source(
+                    source, summary, judge, options, route, questions_task, language
+                ),
+                _dimensions(
+                    source,
+                    summary,
+                    judge,
+                    settings,
+                    batch,
+                    index,
+                    said,
+                    style=lambda: _second(review_task),
+                ),
+                return_exceptions=True,
+            )
+        finally:
+            if not review_task.done():
+                review_task.cancel()
+    else:
 
-    results = await asyncio.gather(
-        coverage_side(),
-        check_claims(
-            source, summary, judge, options, route, language=said, source_language=source_said
-        ),
-        _dimensions(source, summary, judge, settings, batch, index, said),
-        return_exceptions=True,
-    )
+        async def coverage_side() -> list[QuestionEvidence]:
+            questions = await asyncio.shield(questions_task)
+            return await answer_and_grade(
+                summary, questions, judge, language=said, source_language=source_said
+            )
+
+        results = await asyncio.gather(
+            coverage_side(),
+            check_claims(
+                source, summary, judge, options, route, language=said, source_language=source_said
+            ),
+            _dimensions(source, summary, judge, settings, batch, index, said),
+            return_exceptions=True,
+        )
     dims: DimensionEvidence = results.pop()  # type: ignore[assignment]  # never raises
     if isinstance(dims, BaseException):
         raise dims  # only cancellation gets here
@@ -294,6 +341,54 @@ async def _judged(
         claims=claims,
         signature=sig,
         **extra,
+    )
+
+
+async def _summary_review(
+    summary: str,
+    judge: CachedJudge,
+    settings: DimensionSettings,
+    batch: BatchAnalysis | SharedAnalyser | SharedRowAnalysis,
+    index: int,
+    questions_task: asyncio.Future[list[QuestionEvidence]],
+    language: LanguageEvidence,
+) -> tuple[list[QuestionEvidence], StyleReview | None]:
+    """The two-call path's summary-only call: it waits for the source's questions and, when a
+    judged dimension is asked for, spaCy's sentence split (both made once and shared)."""
+    said, source_said = judge_languages(language)
+    questions = await asyncio.shield(questions_task)
+    sentences: tuple[str, ...] = ()
+    if settings.needs_judge:
+        text = await batch.text(index)
+        sentences = tuple(text.sentences) if text is not None and not text.error else ()
+    return await review_summary(
+        summary, questions, sentences, judge, language=said, source_language=source_said
+    )
+
+
+async def _first(task: asyncio.Future[tuple[Any, Any]]) -> Any:
+    return (await asyncio.shield(task))[0]
+
+
+async def _second(task: asyncio.Future[tuple[Any, Any]]) -> Any:
+    return (await asyncio.shield(task))[1]
+
+
+async def _claims_after_source(
+    source: str,
+    summary: str,
+    judge: CachedJudge,
+    options: ScoreOptions,
+    route: Route,
+    questions_task: asyncio.Future[list[QuestionEvidence]],
+    language: LanguageEvidence,
+) -> list[ClaimEvidence]:
+    """The claim check, sent once the source's own call has finished (whatever its outcome), so
+    the provider has the source's prefix cached when the summaries' checks arrive."""
+    said, source_said = judge_languages(language)
+    await asyncio.wait([questions_task])
+    return await check_claims_at_once(
+        source, summary, judge, options, route, language=said, source_language=source_said
     )
 
 

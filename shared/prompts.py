@@ -7,11 +7,16 @@ Texts from users (source, summary, questions, claims) are placed in delimited bl
     <<<END SUMMARY>>>
 
 and any ``<<<`` / ``>>>`` inside them is neutralised first, so a summary cannot close its own
-block and smuggle instructions into the prompt. Each prompt begins with a task line
-(``### summary-eval task: <name>``) that the shipped fake judge and stub server route on.
+block and smuggle instructions into the prompt. Each prompt has a task line
+(``### summary-eval task: <name>``) that the shipped fake judge and stub server route on: first
+in a step-by-step prompt, right after the source in a two-call prompt that carries the source
+(which begins with :data:`SOURCE_PREAMBLE` and the source block, the same bytes for every call
+of that source, so a provider's prefix cache can serve them); :func:`task_of` reads it outside
+the data blocks.
 
-The hash of all templates and schemas goes into every score's signature; ``tests/test_prompts.py``
-pins it, so editing a prompt is a visible, deliberate change (bump the pinned value and note why).
+The hash of the templates and schemas of the path that scored (:func:`prompts_hash` for the
+step-by-step path, :func:`compact_prompts_hash` for the two-call path) goes into every score's
+signature; ``tests/test_prompts.py`` pins both, so editing a prompt is a visible, deliberate change (bump the pinned value and note why).
 
 Languages (docs/LANGUAGES.md, "Judge"): every builder takes ``language`` (the summary's) and
 ``source_language``. For a non-English or cross-lingual pair one language block, built from the
@@ -37,6 +42,7 @@ from pydantic import BaseModel
 from .schemas import (
     AnswerGrade,  # noqa: F401 (re-exported)
     AnswerGrades,
+    CheckedClaims,
     ClaimVerdict,  # noqa: F401 (re-exported)
     ClaimVerdicts,
     ExtractedClaims,
@@ -49,6 +55,7 @@ from .schemas import (
     StyleReview,
     SummaryAnswer,  # noqa: F401 (re-exported)
     SummaryAnswers,
+    SummaryReview,
     Verdict,  # noqa: F401 (re-exported)
     per_call_rules,
 )
@@ -203,6 +210,11 @@ Task = Literal[
     "generate_questions_part",
     "verify_claims_excerpts",
     "answer_user_questions_excerpts",
+    "source_questions",
+    "source_reference_answers",
+    "check_claims",
+    "review_summary",
+    "answer_and_grade",
 ]
 
 PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
@@ -259,8 +271,124 @@ LONG_PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
     "answer_user_questions_excerpts": (ANSWER_USER_QUESTIONS_EXCERPTS, ReferenceAnswers),
 }
 
+# ---------------------------------------------------------------------------------------------
+# The two-call path (the default; docs/DESIGN.md, "How the judge is asked")
+# ---------------------------------------------------------------------------------------------
+# One call per source and two per summary. Every call that carries the source begins with the
+# same bytes, SOURCE_PREAMBLE and the source block (:func:`source_prefix`), whatever its task, so a
+# provider's prefix cache serves every call of a source after the first; the task's line,
+# instructions, the summary and the reply format follow. The summary-only call never sees the
+# source. Hashed apart from PROMPTS (compact_prompts_hash): a two-call result's signature names
+# that hash and ``|path:two-call``, a step-by-step result's the step prompts' and ``|path:steps``.
+
+SOURCE_PREAMBLE = (
+    "### summary-eval source\n"
+    "You are a careful, literal judge of summaries of the source text below. A task follows the "
+    "source; do only what it asks, from the texts given and no outside knowledge.\n\n" + _DATA_RULE
+)
+
+
+def _after_source(role: str, task: str, blocks: Sequence[str], reply: str) -> str:
+    """A template that follows :func:`source_prefix`: the task line, the role, the instructions,
+    the summary-specific blocks and the reply format (the data rule is in the preamble)."""
+    parts = ["{task_line}\n" + role, task, *("{" + b + "}" for b in blocks), reply]
+    return "\n\n".join(parts)
+
+
+_QUESTIONS_TASK = """Write {n} open-ended questions about the most important points of the source: the facts,
+events, causes, outcomes and figures a faithful summary must convey. Ask about different points;
+no yes/no questions; each question must be answerable from the source alone. For each question
+give a one-sentence reference answer taken from the source only, and an importance from 1 (minor
+detail) to 5 (central point). Write fewer than {n} questions only if the source has fewer
+distinct points."""
+
+SOURCE_QUESTIONS = _after_source(
+    "You write the questions that measure whether a summary covers the source above.",
+    _QUESTIONS_TASK,
+    [],
+    _QUESTIONS_REPLY,
+)
+
+SOURCE_REFERENCE_ANSWERS = _after_source(
+    "You write reference answers for questions about the source above.",
+    """For each numbered question below, write a one-sentence answer taken from the source only. If the
+source does not answer it, write "not in source".""",
+    ["questions_block"],
+    _REFERENCE_ANSWERS_REPLY,
+)
+
+CHECK_CLAIMS = _after_source(
+    "You check a summary of the source above, claim by claim.",
+    """First list every factual claim the summary below makes, each as a short self-contained sentence
+that states exactly one fact (resolve pronouns; keep numbers, names and dates exactly as written).
+Do not add facts and do not skip any. Statements with no factual content (greetings, opinions
+about the text itself) are not claims. Then decide for each claim from the source alone:
+"""
+    + _verdict_rules("the source", False, "the source", "the source passage"),
+    ["summary_block"],
+    """Reply with JSON, one entry per claim, in the summary's order:
+{{"claims": [{{"claim": "...", "verdict": "supported|contradicted|not_in_source", "reason": "...", "quote": "..."}}]}}
+""",
+)
+
+_COVERAGE_TASK = """Each numbered item is a JSON object with a "question" about the text the summary summarises and
+its "reference" answer. For each item, first answer the question in one sentence using only what
+the summary says; if the summary does not contain the answer, answer exactly "idk". Never take
+the answer from the reference: it is there only for grading. Then grade how much of the
+reference's information your answer conveys correctly:
+5 = equivalent; 4 = nearly all, minor detail missing; 3 = the main point with notable gaps;
+2 = partly right; 1 = barely related; 0 = wrong, contradictory, missing or "idk".
+Give a one-sentence reason for the grade."""
+
+_STYLE_TASK = """The summary is also given as numbered sentences.
+
+Vagueness. For each sentence, decide whether it is vague: it tells the reader what the text is
+about or what its author does ("the article discusses the reasons for...", "the author
+describes...", "several issues are raised") instead of stating the facts, names, figures or
+outcomes themselves. A sentence that states concrete content is not vague, however short. Give a
+one-sentence reason for every vague sentence; leave the reason empty for the others.
+
+Repetition. List every point the summary states more than once without need: the same fact or
+idea restated, in the same or in other words. For each, name the point in a few words and give the
+numbers of all the sentences that state it (at least two). A sentence that elaborates with new
+facts is not a repetition. List nothing if no point is repeated."""
+
+_ANSWERS_REPLY = (
+    '"answers": [{{"index": 1, "answer": "... or idk", "grade": 0-5, "reason": "..."}}]'
+)
+_STYLE_REPLY = (
+    '"sentences": [{{"index": 1, "vague": false, "reason": ""}}], '
+    '"repeated_points": [{{"point": "...", "sentences": [1, 3]}}]'
+)
+
+REVIEW_SUMMARY = _template(
+    "You read a summary on its own: what it conveys and how it is written.",
+    "Do two things.\n\n1. Coverage. " + _COVERAGE_TASK + "\n\n2. " + _STYLE_TASK,
+    ["summary_block", "items_block", "sentences_block"],
+    "Reply with JSON, one answer per item and one verdict per sentence, in order:\n{{"
+    + _ANSWERS_REPLY
+    + ", "
+    + _STYLE_REPLY
+    + "}}\n",
+)
+
+ANSWER_AND_GRADE = _template(
+    "You read a summary on its own and find what it conveys.",
+    _COVERAGE_TASK,
+    ["summary_block", "items_block"],
+    "Reply with JSON, one entry per item, in order:\n{{" + _ANSWERS_REPLY + "}}\n",
+)
+
+COMPACT_PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
+    "source_questions": (SOURCE_QUESTIONS, GeneratedQuestions),
+    "source_reference_answers": (SOURCE_REFERENCE_ANSWERS, ReferenceAnswers),
+    "check_claims": (CHECK_CLAIMS, CheckedClaims),
+    "review_summary": (REVIEW_SUMMARY, SummaryReview),
+    "answer_and_grade": (ANSWER_AND_GRADE, SummaryReview),
+}
+
 SCHEMA_FOR_TASK: dict[str, type[BaseModel]] = {
-    task: schema for task, (_, schema) in (PROMPTS | LONG_PROMPTS).items()
+    task: schema for task, (_, schema) in (PROMPTS | LONG_PROMPTS | COMPACT_PROMPTS).items()
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -336,6 +464,17 @@ _LANGUAGE_TASKS: dict[str, _LanguageTask] = {
     "grade_answers": _LanguageTask("the reasons", "", True),
     "review_style": _LanguageTask("the reasons and the repeated points"),
 }
+_COMPACT_LANGUAGE_TASKS: dict[str, _LanguageTask] = {
+    "source_questions": _LanguageTask("the questions and the reference answers"),
+    "source_reference_answers": _LanguageTask("the reference answers", '"not in source"'),
+    "check_claims": _LanguageTask("the claims and the reasons", _VERDICT_WORDS, True, True),
+    "review_summary": _LanguageTask(
+        "the answers, the reasons and the repeated points", '"idk"', True
+    ),
+    "answer_and_grade": _LanguageTask("the answers and the reasons", '"idk"', True),
+}
+"""The two-call tasks' language blocks, apart from _LANGUAGE_TASKS so that the step-by-step
+path's language hash (and signatures) stay as they were; hashed in compact_prompts_hash."""
 _ASKED_LANGUAGE = re.compile(r"^- Write .+? in (.+?), the summary's language", re.MULTILINE)
 
 
@@ -361,7 +500,7 @@ def language_block(task: str, language: str | None, source_language: str | None 
     if pair is None:
         return ""
     summary, source = (_language_name(code) for code in pair)
-    spec = _LANGUAGE_TASKS[task]
+    spec = _LANGUAGE_TASKS[task] if task in _LANGUAGE_TASKS else _COMPACT_LANGUAGE_TASKS[task]
     across = pair[0] != pair[1]
     lines = [
         _LANGUAGE_PAIR if across else _LANGUAGE_SAME,
@@ -420,9 +559,14 @@ def read_numbered_block(prompt: str, name: str) -> list[str]:
     return [re.sub(r"^\[\d+\] ", "", line) for line in text.splitlines() if line.startswith("[")]
 
 
+_ANY_BLOCK = re.compile(r"<<<([A-Z][A-Z ]*)>>>\n.*?\n<<<END \1>>>", re.DOTALL)
+
+
 def task_of(prompt: str) -> str | None:
-    """The task named on the prompt's task line, or None for a prompt that is not ours."""
-    match = _TASK_RE.search(prompt)
+    """The task named on the prompt's task line, or None for a prompt that is not ours. Read
+    outside the data blocks: a two-call prompt has the source before its task line, and a source
+    that contains a task line of its own must not pose as the task."""
+    match = _TASK_RE.search(_ANY_BLOCK.sub("", prompt))
     return match.group(1) if match else None
 
 
@@ -436,7 +580,7 @@ def render(
     """The prompt of ``task``; with a language that needs one (:func:`languages`), its language
     block follows the reply format, last, where a small model reads it just before answering.
     Without, the text is exactly the English template's (its pinned hash holds)."""
-    template, _ = PROMPTS[task] if task in PROMPTS else LONG_PROMPTS[task]
+    template, _ = (PROMPTS | LONG_PROMPTS | COMPACT_PROMPTS)[task]
     text = template.format(task_line=TASK_LINE.format(task=task), data_rule=_DATA_RULE, **fields)
     extra = language_block(task, language, source_language)
     return f"{text}\n{extra}\n" if extra else text
@@ -647,6 +791,82 @@ def answer_user_questions_excerpts_prompt(
 
 
 # ---------------------------------------------------------------------------------------------
+# Builders of the two-call path
+# ---------------------------------------------------------------------------------------------
+
+
+def source_prefix(source: str) -> str:
+    """The bytes every source-carrying two-call prompt of ``source`` begins with: the preamble
+    and the source block, then a blank line. Identical for all of a source's calls, whatever
+    their task, summary or language (those follow it)."""
+    return f"{SOURCE_PREAMBLE}\n\n{block('SOURCE', source)}\n\n"
+
+
+def source_questions_prompt(
+    source: str, n: int, *, language: str | None = None, source_language: str | None = None
+) -> str:
+    """The per-source call: ``n`` weighted questions with the source's answers."""
+    task = render("source_questions", n=n, language=language, source_language=source_language)
+    return source_prefix(source) + task
+
+
+def source_reference_answers_prompt(
+    source: str,
+    questions: Sequence[str],
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
+    """The per-source call with the user's questions: their reference answers."""
+    task = render(
+        "source_reference_answers",
+        questions_block=numbered_block("QUESTIONS", questions),
+        language=language,
+        source_language=source_language,
+    )
+    return source_prefix(source) + task
+
+
+def check_claims_prompt(
+    source: str, summary: str, *, language: str | None = None, source_language: str | None = None
+) -> str:
+    """The summary's claims extracted and each checked against the full source, in one reply."""
+    task = render(
+        "check_claims",
+        summary_block=block("SUMMARY", summary),
+        language=language,
+        source_language=source_language,
+    )
+    return source_prefix(source) + task
+
+
+def review_summary_prompt(
+    summary: str,
+    items: Sequence[tuple[str, str]],
+    sentences: Sequence[str] = (),
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
+    """The summary-only call: ``items`` (question, reference answer) answered from the summary
+    and graded, and, with ``sentences`` (spaCy's split), the style review. Never the source."""
+    lines = [
+        json.dumps(
+            {"question": " ".join(q.split()), "reference": " ".join(r.split())}, ensure_ascii=False
+        )
+        for q, r in items
+    ]
+    fields: dict[str, str] = {
+        "summary_block": block("SUMMARY", summary),
+        "items_block": numbered_block("ITEMS", lines),
+    }
+    if sentences:
+        fields["sentences_block"] = numbered_block("SENTENCES", sentences)
+    task = "review_summary" if sentences else "answer_and_grade"
+    return render(task, language=language, source_language=source_language, **fields)
+
+
+# ---------------------------------------------------------------------------------------------
 # Hashes
 # ---------------------------------------------------------------------------------------------
 
@@ -698,6 +918,20 @@ def _task_hash(template: str, schema: type[BaseModel]) -> str:
 def prompts_hash() -> str:
     """One hash over every prompt and schema (8 hex digits), for the signature."""
     return _digest(*(f"{t}={h}" for t, h in sorted(prompt_hashes().items())))[:8]
+
+
+@functools.cache
+def compact_prompts_hash() -> str:
+    """Hash of the two-call path (8 hex digits): the source preamble, its templates and schemas,
+    their language instructions, and the step prompts it falls back on (the style review alone;
+    claim extraction when a source is too long for one check). In a two-call signature in place
+    of :func:`prompts_hash`."""
+    parts = [
+        f"{task}={_task_hash(template, schema)}"
+        for task, (template, schema) in sorted(COMPACT_PROMPTS.items())
+    ]
+    tasks = [f"{task}={tuple(spec)!r}" for task, spec in sorted(_COMPACT_LANGUAGE_TASKS.items())]
+    return _digest(SOURCE_PREAMBLE, prompts_hash(), *parts, *tasks)[:8]
 
 
 @functools.cache

@@ -207,6 +207,37 @@ class StyleReview(ReplySchema):
     repeated_points: list[RepeatedPoint] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
+# The two-call path (docs/DESIGN.md, "How the judge is asked"): claims extracted and checked in
+# one reply; the source's questions answered from the summary and graded, with the style review,
+# in one reply.
+
+
+class CheckedClaim(ReplySchema):
+    claim: _text(CLAIM_CHARS, 1) = Field(description="One atomic factual claim of the summary.")
+    verdict: Verdict
+    reason: _text(REASON_CHARS) = Field(description="One short sentence explaining the verdict.")
+    quote: _text(QUOTE_CHARS) = Field(
+        default="", description="The source passage the verdict rests on."
+    )
+
+
+class CheckedClaims(ReplySchema):
+    claims: list[CheckedClaim] = Field(max_length=MAX_ITEMS)
+
+
+class GradedAnswer(ReplySchema):
+    index: int = Field(ge=1, le=MAX_ITEMS, description="The number of the question answered.")
+    answer: _text(ANSWER_CHARS) = Field(description='The answer from the summary alone, or "idk".')
+    grade: int = Field(ge=0, le=5, description="0 = wrong or missing, 5 = fully equivalent.")
+    reason: _text(REASON_CHARS) = Field(default="", description="One short sentence.")
+
+
+class SummaryReview(ReplySchema):
+    answers: list[GradedAnswer] = Field(default_factory=list, max_length=MAX_ITEMS)
+    sentences: list[SentenceVerdict] = Field(default_factory=list, max_length=MAX_ITEMS)
+    repeated_points: list[RepeatedPoint] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+
 # ---------------------------------------------------------------------------------------------
 # Per-call classes
 # ---------------------------------------------------------------------------------------------
@@ -329,6 +360,48 @@ def style_review_schema(sentence_count: int) -> type[StyleReview]:
     )
 
 
+CLAIMS_STEP = 16
+"""The claim bound of a two-call check is :func:`max_claims` rounded up to a multiple of this, so
+the summaries of one source (mostly of similar length) are sent one and the same schema: OpenAI
+places the response schema before the prompt in its cache key, so a schema per summary would
+end every shared prefix at the schema."""
+
+
+@functools.lru_cache(maxsize=256)
+def checked_claims_schema(at_most: int) -> type[CheckedClaims]:
+    """0 to ``at_most`` checked claims, ``at_most`` rounded up to a multiple of
+    :data:`CLAIMS_STEP` (at most :data:`MAX_ITEMS`)."""
+    _count(at_most, "claim")
+    bound = min(MAX_ITEMS, -(-at_most // CLAIMS_STEP) * CLAIMS_STEP)
+    return create_model(
+        "CheckedClaims",
+        __base__=CheckedClaims,
+        __module__=__name__,
+        claims=(list[CheckedClaim], Field(max_length=bound)),
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def summary_review_schema(question_count: int, sentence_count: int) -> type[ReplySchema]:
+    """Exactly one graded answer per question (indices 1..question_count) and, when
+    ``sentence_count`` > 0, the style review of :func:`style_review_schema`; a part with count 0
+    is left out of the schema (and the prompt)."""
+    if question_count < 0 or sentence_count < 0 or question_count + sentence_count == 0:
+        raise ValueError("a summary review needs questions or sentences")
+    fields: dict[str, Any] = {}
+    if question_count:
+        fields["answers"] = (_positional(GradedAnswer, question_count), ...)
+    if sentence_count:
+        style = style_review_schema(sentence_count)
+        fields["sentences"] = (style.model_fields["sentences"].annotation, ...)
+        fields["repeated_points"] = (
+            style.model_fields["repeated_points"].annotation,
+            Field(default_factory=list, max_length=sentence_count - 1),
+        )
+    # built on ReplySchema, not SummaryReview, so a part left out is not in the sent schema at all
+    return create_model("SummaryReview", __base__=ReplySchema, __module__=__name__, **fields)
+
+
 def per_call_rules(generic: type[BaseModel]) -> str:
     """What the per-call classes of ``generic`` look like (its factory at a sample count, and the
     claims-per-sentence rule), for the prompt hashes: a change to how calls are bounded changes
@@ -341,11 +414,19 @@ def per_call_rules(generic: type[BaseModel]) -> str:
         "SummaryAnswers": summary_answers_schema,
         "AnswerGrades": grades_schema,
         "StyleReview": style_review_schema,
+        "CheckedClaims": checked_claims_schema,
+        "SummaryReview": lambda count: summary_review_schema(count, count),
     }.get(generic.__name__)
     if factory is None:
         return ""
     sample = json.dumps(factory(2).model_json_schema(), sort_keys=True)
-    rule = f"claims/sentence={CLAIMS_PER_SENTENCE}" if factory is claims_schema else ""
+    rule = (
+        f"claims/sentence={CLAIMS_PER_SENTENCE}"
+        if factory in (claims_schema, checked_claims_schema)
+        else ""
+    )
+    if factory is checked_claims_schema:
+        rule += f"|step={CLAIMS_STEP}"
     return sample + rule
 
 

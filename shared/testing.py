@@ -166,9 +166,11 @@ class FakeJudge:
             scripted = queue.popleft() if queue else None
         if scripted is None:
             answer = default_answer(prompt, schema)
-            if self.vary_by_seed and seed is not None and isinstance(answer, p.AnswerGrades):
-                for item, grade in enumerate(answer.grades):
-                    grade.grade = max(0, grade.grade - (seed + item) % 3)
+            if self.vary_by_seed and seed is not None:
+                graded = getattr(answer, "grades", None) or getattr(answer, "answers", None)
+                for item, grade in enumerate(graded or ()):
+                    if isinstance(getattr(grade, "grade", None), int):
+                        grade.grade = max(0, grade.grade - (seed + item) % 3)
             return answer
         if callable(scripted) and not isinstance(scripted, type | BaseModel):
             scripted = scripted(prompt)
@@ -315,13 +317,29 @@ def _extract_claims(prompt: str) -> dict:
 
 
 def _verify_claims(prompt: str) -> dict:
-    source = _source_text(prompt)
+    claims = p.read_numbered_block(prompt, "CLAIMS")
+    return {"verdicts": _verdicts(_source_text(prompt), claims, language_marker(prompt))}
+
+
+def _check_claims(prompt: str) -> dict:
+    """The two-call claim check: the claims of :func:`_extract_claims`, each with the verdict of
+    :func:`_verify_claims`."""
+    claims = _extract_claims(prompt)["claims"]
+    verdicts = _verdicts(_source_text(prompt), claims, language_marker(prompt))
+    return {
+        "claims": [
+            {"claim": claim, **{k: v for k, v in verdict.items() if k != "index"}}
+            for claim, verdict in zip(claims, verdicts, strict=True)
+        ]
+    }
+
+
+def _verdicts(source: str, claims: Sequence[str], mark: str) -> list[dict]:
     source_words = set(content_words(source))
     source_sentences = sentences(source)
     source_numbers = set(re.findall(r"\d+(?:\.\d+)?", source))
-    mark = language_marker(prompt)
     verdicts = []
-    for i, claim in enumerate(p.read_numbered_block(prompt, "CLAIMS"), start=1):
+    for i, claim in enumerate(claims, start=1):
         words = content_words(claim)
         share = _overlap(words, source_words)
         quote, _ = _best_sentence(words, source_sentences)
@@ -341,7 +359,7 @@ def _verify_claims(prompt: str) -> dict:
                 "quote": _clip(quote, sch.QUOTE_CHARS),
             }
         )
-    return {"verdicts": verdicts}
+    return verdicts
 
 
 def _answer_from_summary(prompt: str) -> dict:
@@ -371,6 +389,27 @@ def _grade_answers(prompt: str) -> dict:
             }
         )
     return {"grades": grades}
+
+
+def _review_summary(prompt: str) -> dict:
+    """The two-call summary review: each item answered from the SUMMARY block as
+    :func:`_answer_from_summary` does and graded against its reference as :func:`_grade_answers`
+    does ("idk" = 0), plus :func:`_review_style` when the prompt has a SENTENCES block."""
+    summary_sentences = sentences(p.read_block(prompt, "SUMMARY") or "")
+    mark = language_marker(prompt)
+    answers = []
+    for i, line in enumerate(p.read_numbered_block(prompt, "ITEMS"), start=1):
+        item = p.read_grade_item(line)
+        best, hits = _best_sentence(content_words(item.get("question", "")), summary_sentences)
+        answer = _clip(mark + best, sch.ANSWER_CHARS) if hits else "idk"
+        share = _overlap(content_words(item.get("reference", "")), set(content_words(answer)))
+        grade = round(5 * share) if hits else 0
+        reason = _clip(f"{mark}{share:.0%} of the reference", sch.REASON_CHARS)
+        answers.append({"index": i, "answer": answer, "grade": grade, "reason": reason})
+    out: dict[str, Any] = {"answers": answers}
+    if p.read_block(prompt, "SENTENCES") is not None:
+        out.update(_review_style(prompt))
+    return out
 
 
 _VAGUE_OPENERS = re.compile(
@@ -419,6 +458,8 @@ _DEFAULTS: dict[str, Callable[[str], dict]] = {
     "GeneratedQuestions": _generate_questions,
     "ReferenceAnswers": _answer_user_questions,
     "ExtractedClaims": _extract_claims,
+    "CheckedClaims": _check_claims,
+    "SummaryReview": _review_summary,
     "ClaimVerdicts": _verify_claims,
     "SummaryAnswers": _answer_from_summary,
     "AnswerGrades": _grade_answers,

@@ -52,13 +52,14 @@ def write_jsonl(path: Path, lines: list[Any]) -> Path:
 
 
 class UnscorableFake(FakeJudge):
-    """Answers claim extraction for a summary containing UNSCORABLE with broken JSON while
-    ``broken`` is set."""
+    """Answers the claim call (the two-call check, or the step path's extraction) for a summary
+    containing UNSCORABLE with broken JSON while ``broken`` is set."""
 
     broken = True
 
     def answer_text(self, prompt: str, schema: type[BaseModel]) -> str:
-        if self.broken and schema.__name__ == "ExtractedClaims" and "UNSCORABLE" in prompt:
+        claims = schema.__name__ in ("CheckedClaims", "ExtractedClaims")
+        if self.broken and claims and "UNSCORABLE" in prompt:
             with self._lock:
                 self.calls[schema.__name__] += 1
             return '{"claims": ["cut off'
@@ -215,8 +216,8 @@ def test_bad_rows_become_error_rows_and_exit_1(tmp_path: Path) -> None:
     assert rows["nosource"]["status"] == "bad_input" and "source" in rows["nosource"]["error"]
     failed = rows["judge-fails"]
     assert failed["status"] == "unscored" and failed["score"] is None
-    assert "ExtractedClaims" in failed["error"]
-    assert url.judge.calls["ExtractedClaims"] >= 3  # first try + 1 retry for the bad row
+    assert "CheckedClaims" in failed["error"]
+    assert url.judge.calls["CheckedClaims"] >= 3  # first try + 1 retry for the bad row
     # CSV keeps every column, evidence as JSON
     header = next(csv.reader(out.open()))
     assert header[:3] == ["id", "position", "status"] and set(score_keys()) <= set(header)
@@ -245,10 +246,10 @@ def test_retry_unscored_asks_again(tmp_path: Path) -> None:
         retried = url.requests[before:]
     assert code == 0, text
     assert read_results(out)[0]["status"] == "ok"
-    # only the calls that had no answer are paid: claim extraction (it failed) and the claim
-    # verification it leads to; questions, answers, grades and the style review come from cache
+    # only the call that had no answer is paid: the claim check (it failed); the source's
+    # questions and the summary review come from the cache
     names = sorted(r["response_format"]["json_schema"]["name"] for r in retried)
-    assert names == ["ClaimVerdicts", "ExtractedClaims"]
+    assert names == ["CheckedClaims"]
 
 
 def test_no_judge_scores_deterministic_dimensions_and_says_what_was_skipped(

@@ -155,8 +155,9 @@ def test_judged_dimensions_with_fake_judge_defaults() -> None:
     result = score_summary(SOURCE, VAGUE_AND_REPEATED, judge=judge)
     assert result.scored
     _check_values(result)
-    assert judge.calls["StyleReview"] == 1
-    prompt = judge.prompts_for("StyleReview")[0]
+    # the two-call path: the style review is part of the summary-only call
+    assert judge.calls["SummaryReview"] == 1 and "StyleReview" not in judge.calls
+    prompt = judge.prompts_for("SummaryReview")[0]
     assert "[1] The article discusses a climate conference." in prompt
     assert "[4] Barack Obama visited Paris in the year 2015." in prompt
     spec = result.dimension_evidence.specificity
@@ -184,8 +185,8 @@ def test_scripted_review_is_validated_and_retried() -> None:
         ],
         "repeated_points": [{"point": "the meeting", "sentences": [2, 3]}],
     }
-    judge = FakeJudge({"StyleReview": [bad, good]})
-    result = score_summary(SOURCE, GOOD, judge=judge, retries=1)
+    judge = FakeJudge({"StyleReview": [bad, good]})  # the style call of the step path
+    result = score_summary(SOURCE, GOOD, judge=judge, retries=1, judge_path="steps")
     assert judge.calls["StyleReview"] == 2
     assert result.specificity == pytest.approx(2 / 3)
     assert result.dimension_evidence.specificity.flagged[0].reason == "names no fact"
@@ -193,8 +194,10 @@ def test_scripted_review_is_validated_and_retried() -> None:
 
 
 def test_failed_style_call_leaves_headline_scored() -> None:
+    # the step path's own style call (on the two-call path it is one call with coverage, and its
+    # failure unscores the row: tests/test_two_call.py)
     judge = FakeJudge({"StyleReview": RuntimeError("model overloaded")})
-    result = score_summary(SOURCE, GOOD, judge=judge, retries=0)
+    result = score_summary(SOURCE, GOOD, judge=judge, retries=0, judge_path="steps")
     assert result.scored and result.score is not None
     assert result.specificity is None and result.non_redundancy is None
     for name in ("specificity", "non_redundancy"):
@@ -224,7 +227,7 @@ def test_style_call_runs_in_first_round() -> None:
     # warm the models first: a cold spaCy load (seconds) is a one-off, not a judge round
     score_summary(SOURCE, GOOD, judge=None)
     judge = FakeJudge(latency=0.3)
-    score_summary(SOURCE, GOOD, judge=judge)
+    score_summary(SOURCE, GOOD, judge=judge, judge_path="steps")
     order = [name for name, _ in judge.prompts]
     assert order.index("StyleReview") < order.index("SummaryAnswers")
     assert order.index("StyleReview") < order.index("ClaimVerdicts")
@@ -236,7 +239,7 @@ def test_stub_server_answers_the_style_review() -> None:
         result = score_summary(SOURCE, VAGUE_AND_REPEATED, judge=judge, cache=False)
         assert result.scored
         assert result.specificity == 0.5
-        assert url.judge.calls["StyleReview"] == 1
+        assert url.judge.calls["SummaryReview"] == 1  # style and coverage in one call
 
 
 # --- options --------------------------------------------------------------------------------

@@ -43,10 +43,10 @@ ROW = {"source": "The cat sat on the mat. It was warm.", "summary": "A cat sat o
 
 
 class CancellingJudge(FakeJudge):
-    """Raises CancelledError for one summary's claim extraction (a client bug, not a cancel)."""
+    """Raises CancelledError for one summary's claim call (a client bug, not a cancel)."""
 
     async def generate(self, prompt: str, schema: type) -> Any:
-        if schema.__name__ == "ExtractedClaims" and "CANCELME" in prompt:
+        if schema.__name__ in ("ExtractedClaims", "CheckedClaims") and "CANCELME" in prompt:
             raise asyncio.CancelledError()
         return await super().generate(prompt, schema)
 

@@ -63,8 +63,8 @@ def test_sqlite_cache_survives_a_new_process_and_rerun_is_free(
     path = tmp_path / "cache" / "judge.sqlite"
     first = FakeJudge()
     score_summary(*seed, judge=first, cache=str(path))
-    assert first.total_calls == 6  # five for the score, one style review
-    assert len(SQLiteStore(path)) == 6
+    assert first.total_calls == 3  # the two-call path: the source's call and two for the summary
+    assert len(SQLiteStore(path)) == 3
     second = FakeJudge()  # a fresh judge object: nothing shared in memory
     again = score_summary(*seed, judge=second, cache=str(path))
     assert second.total_calls == 0

@@ -117,12 +117,16 @@ def test_english_steps_send_todays_prompts() -> None:
 
 def test_language_prompts_hash_is_pinned_and_signed() -> None:
     assert p.language_prompts_hash() == PINNED_LANGUAGE_PROMPTS_HASH
-    sig = signature(FakeJudge(model_id="m"), ScoreOptions(), language="fr")
+    steps = ScoreOptions(judge_path="steps")
+    sig = signature(FakeJudge(model_id="m"), steps, language="fr")
     assert f"|lang-prompts:{PINNED_LANGUAGE_PROMPTS_HASH}|" in sig
-    cross = signature(FakeJudge(model_id="m"), ScoreOptions(), language="en", source_language="de")
+    cross = signature(FakeJudge(model_id="m"), steps, language="en", source_language="de")
     assert f"|lang-prompts:{PINNED_LANGUAGE_PROMPTS_HASH}|" in cross
     # the English prompts hash stays where it was
-    assert f"|prompts:{p.prompts_hash()}|" in sig
+    assert f"|prompts:{p.prompts_hash()}|path:steps|" in sig
+    # the two-call path (the default) names its own hash, which covers its language blocks
+    two = signature(FakeJudge(model_id="m"), ScoreOptions(), language="fr")
+    assert f"|prompts:{p.compact_prompts_hash()}|path:two-call|" in two
 
 
 def test_every_task_gets_the_block_last_and_stays_routable() -> None:

@@ -16,25 +16,17 @@ def test_full_score_through_the_real_client(seed: tuple[str, str]) -> None:
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
         result = score_summary(*seed, judge=judge)
         assert result.scored, result.error
-        # the structured-mode probe, then questions, claims, verdicts, answers, grades, style
-        assert url.count == 1 + 6
+        # the structured-mode probe, then the source's questions, the claim check, the review
+        assert url.count == 1 + 3
         first = url.requests[0]
         assert first["model"] == "stub-model"
         assert first["temperature"] == 0.0
         assert first["response_format"]["type"] == "json_schema"
         names = {r["response_format"]["json_schema"]["name"] for r in url.requests}
-        assert names == {
-            "JudgeProbe",
-            "GeneratedQuestions",
-            "ExtractedClaims",
-            "ClaimVerdicts",
-            "SummaryAnswers",
-            "AnswerGrades",
-            "StyleReview",
-        }
-    assert judge.usage["calls"] == 1 + 6 and judge.usage["prompt_tokens"] > 0
-    # the row's bill: its six calls, not the run's probe
-    assert result.usage["calls"] == 6 and result.cost == 0.0  # a local server costs nothing
+        assert names == {"JudgeProbe", "GeneratedQuestions", "CheckedClaims", "SummaryReview"}
+    assert judge.usage["calls"] == 1 + 3 and judge.usage["prompt_tokens"] > 0
+    # the row's bill: its three calls, not the run's probe
+    assert result.usage["calls"] == 3 and result.cost == 0.0  # a local server costs nothing
     assert result.signature.startswith("judge:stub-model|")
     # the same evidence as the in-process fake gives for the same texts
     direct = score_summary(*seed, judge=FakeJudge())
@@ -42,17 +34,17 @@ def test_full_score_through_the_real_client(seed: tuple[str, str]) -> None:
 
 
 def test_malformed_reply_is_retried_through_the_client(seed: tuple[str, str]) -> None:
-    fake = FakeJudge({p.ExtractedClaims: ['{"claims": ["The app logs meals."', "```json\nnope"]})
+    fake = FakeJudge({p.CheckedClaims: ['{"claims": [{"claim": "The app', "```json\nnope"]})
     with stub_server(fake) as url:
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
         result = score_summary(*seed, judge=judge)
     assert result.scored, result.error
     claim_requests = [
-        r for r in url.requests if r["response_format"]["json_schema"]["name"] == "ExtractedClaims"
+        r for r in url.requests if r["response_format"]["json_schema"]["name"] == "CheckedClaims"
     ]
     assert len(claim_requests) == 3
     retry_prompt = claim_requests[1]["messages"][-1]["content"]
-    assert "Your previous reply could not be used: reply is not valid ExtractedClaims JSON" in (
+    assert "Your previous reply could not be used: reply is not valid CheckedClaims JSON" in (
         retry_prompt
     )
 
@@ -67,7 +59,7 @@ def test_rate_limit_and_server_errors_are_retried_with_backoff(
         result = score_summary(*seed, judge=judge, concurrency=1)
         elapsed = time.monotonic() - started
     assert result.scored, result.error
-    assert url.count == 6 + 2  # two refused, then every step answered
+    assert url.count == 3 + 2  # two refused, then every call answered
     assert elapsed >= 0.5  # the SDK waited (exponential backoff from 0.5 s) before retrying
 
 
@@ -112,6 +104,6 @@ def test_one_judge_serves_several_sync_calls_over_keep_alive(seed: tuple[str, st
         second = score_summary(seed[0], "The app tracks water intake.", judge=judge, dimensions=[])
     assert first.scored, first.error
     assert second.scored, second.error
-    # the probe (once per server and model), 5 calls for the first, 4 for the second (its
+    # the probe (once per server and model), 3 calls for the first, 2 for the second (its
     # questions come from the cache)
-    assert url.count == 1 + 9
+    assert url.count == 1 + 5

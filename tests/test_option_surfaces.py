@@ -63,6 +63,7 @@ EXAMPLES: dict[str, Any] = {
     "context_budget": 4_000,
     "samples": 3,
     "language": "fr",
+    "judge_path": "steps",
 }
 """A valid non-default value of every option (add one here when you add an option)."""
 

@@ -160,14 +160,15 @@ def _twenty_summaries_at_once(**options: Any) -> InFlightJudge:
 
 
 def _second_round(judge: FakeJudge) -> int:
-    """Calls of the second round: answers from the summary and claim checks."""
+    """Calls of the second round (the two-call path): the claim checks and the summary reviews
+    (coverage only here: dimensions=())."""
     return sum(
-        judge.calls[p.SCHEMA_FOR_TASK[t].__name__] for t in ("answer_from_summary", "verify_claims")
+        judge.calls[p.SCHEMA_FOR_TASK[t].__name__] for t in ("check_claims", "answer_and_grade")
     )
 
 
 def test_default_concurrency_sends_a_round_of_twenty_summaries_at_once() -> None:
-    """The second round of 20 summaries is about 40 calls (answers and claim checks); with the
+    """The second round of 20 summaries is 40 calls (claim checks and reviews); with the
     default limit none of them waits for a slot, so none lands a round late
     (docs/PERFORMANCE.md)."""
     judge = _twenty_summaries_at_once()

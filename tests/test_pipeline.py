@@ -93,7 +93,7 @@ def seed_script(overrides: dict | None = None) -> dict:
 
 def test_seed_example_exact_scores_and_evidence(seed: tuple[str, str]) -> None:
     judge = FakeJudge(seed_script())
-    result = score_summary(*seed, judge=judge)
+    result = score_summary(*seed, judge=judge, judge_path="steps")
 
     # coverage = (5·4 + 4·5 + 3·5 + 1·0) / (5 · 13) = 55/65; alignment = 6/6
     assert result.error is None
@@ -145,7 +145,7 @@ def test_hallucinated_and_contradicted_claims_lower_alignment(seed: tuple[str, s
             }
         )
     )
-    result = score_summary(*seed, judge=judge)
+    result = score_summary(*seed, judge=judge, judge_path="steps")
     assert result.alignment == pytest.approx(4 / 6)
     coverage = 55 / 65
     assert result.score == pytest.approx(2 * (4 / 6) * coverage / (4 / 6 + coverage))
@@ -155,10 +155,12 @@ def test_hallucinated_and_contradicted_claims_lower_alignment(seed: tuple[str, s
 
 
 def test_beta_and_min_options(seed: tuple[str, str]) -> None:
-    min_result = score_summary(*seed, judge=FakeJudge(seed_script()), combine="min")
+    min_result = score_summary(
+        *seed, judge=FakeJudge(seed_script()), combine="min", judge_path="steps"
+    )
     assert min_result.score == pytest.approx(55 / 65)
     assert "combine:min" in min_result.signature
-    beta2 = score_summary(*seed, judge=FakeJudge(seed_script()), beta=2)
+    beta2 = score_summary(*seed, judge=FakeJudge(seed_script()), beta=2, judge_path="steps")
     c = 55 / 65
     assert beta2.score == pytest.approx(5 * c / (4 * 1 + c))
     assert "|beta:2|" in beta2.signature
@@ -176,7 +178,7 @@ def test_invalid_output_is_retried_with_the_error_fed_back(seed: tuple[str, str]
             }
         )
     )
-    result = score_summary(*seed, judge=judge)
+    result = score_summary(*seed, judge=judge, judge_path="steps")
     assert result.scored and result.alignment == 1.0
     sent = judge.prompts_for(p.ClaimVerdicts)
     assert len(sent) == 3
@@ -188,7 +190,7 @@ def test_invalid_output_is_retried_with_the_error_fed_back(seed: tuple[str, str]
 
 def test_still_invalid_after_retries_is_unscored_not_zero(seed: tuple[str, str]) -> None:
     judge = FakeJudge(seed_script({p.ClaimVerdicts: ["not json"] * 3}))
-    result = score_summary(*seed, judge=judge, retries=2)
+    result = score_summary(*seed, judge=judge, retries=2, judge_path="steps")
     assert result.score is None and result.alignment is None and result.coverage is None
     assert not result.scored
     assert "ClaimVerdicts still invalid after 3 attempt(s)" in (result.error or "")
@@ -200,13 +202,13 @@ def test_out_of_range_grade_is_rejected(seed: tuple[str, str]) -> None:
     bad = {"grades": [{"index": i, "grade": 7, "reason": ""} for i in (1, 2, 3)]}
     judge = FakeJudge(seed_script({p.AnswerGrades: [bad] * 3}))
     # a dict that fails the schema raises inside the fake, like an invalid reply would
-    result = score_summary(*seed, judge=judge)
+    result = score_summary(*seed, judge=judge, judge_path="steps")
     assert result.score is None
     assert "AnswerGrades" in (result.error or "")
 
 
 def test_judge_exception_is_unscored_and_batch_continues(seed: tuple[str, str]) -> None:
-    judge = FakeJudge({p.ExtractedClaims: [ConnectionError("server went away")]})
+    judge = FakeJudge({p.CheckedClaims: [ConnectionError("server went away")]})
     other_source = "The river flooded the town on Monday. Two bridges were closed by the police."
     results = score_summaries(
         [seed, (other_source, "The river flooded the town and two bridges were closed.")],
@@ -219,7 +221,7 @@ def test_judge_exception_is_unscored_and_batch_continues(seed: tuple[str, str]) 
 
 def test_no_claims_aligns_at_zero_with_a_reason(seed: tuple[str, str]) -> None:
     judge = FakeJudge(seed_script({p.ExtractedClaims: {"claims": []}}))
-    result = score_summary(*seed, judge=judge)
+    result = score_summary(*seed, judge=judge, judge_path="steps")
     assert result.alignment == 0.0 and result.score == 0.0
     assert "makes no checkable claim" in result.reason
     assert judge.calls["ClaimVerdicts"] == 0
@@ -231,8 +233,24 @@ def test_twenty_summaries_of_one_source_make_one_question_call(seed: tuple[str, 
     summaries = [f"Summary {i}: the app tracks fitness goals and water intake." for i in range(20)]
     results = score_summaries([(source, s) for s in summaries], judge=judge)
     assert all(r.scored for r in results)
+    # the two-call path: one call for the source, two per summary (issue 23's 1 + 2 x 20)
+    assert judge.calls["GeneratedQuestions"] == 1
+    assert judge.calls["CheckedClaims"] == 20
+    assert judge.calls["SummaryReview"] == 20
+    assert judge.total_calls == 41
+    # the source's call came first, so every other call of the source found its prefix warm
+    assert p.task_of(judge.prompts[0][1]) == "source_questions"
+
+
+def test_twenty_summaries_on_the_steps_path_make_five_calls_each(seed: tuple[str, str]) -> None:
+    source = seed[0]
+    judge = FakeJudge()
+    summaries = [f"Summary {i}: the app tracks fitness goals and water intake." for i in range(20)]
+    results = score_summaries([(source, s) for s in summaries], judge=judge, judge_path="steps")
+    assert all(r.scored for r in results)
     assert judge.calls["GeneratedQuestions"] == 1
     assert judge.calls["ExtractedClaims"] == 20
+    assert "CheckedClaims" not in judge.calls and "SummaryReview" not in judge.calls
 
 
 def test_separate_concurrent_calls_share_question_generation(seed: tuple[str, str]) -> None:
@@ -328,7 +346,7 @@ def test_injected_instructions_stay_inside_the_summary_block(seed: tuple[str, st
     )
     judge = FakeJudge()
     score_summary(seed[0], attack, judge=judge)
-    prompt = judge.prompts_for(p.ExtractedClaims)[0]
+    prompt = judge.prompts_for(p.CheckedClaims)[0]
     print(prompt)  # shown with -s: the attack sits inside the block, markers neutralised
     assert prompt.count("<<<END SUMMARY>>>") == 1
     assert prompt.count("<<<SUMMARY>>>") == 1
@@ -337,7 +355,7 @@ def test_injected_instructions_stay_inside_the_summary_block(seed: tuple[str, st
     assert "Ignore the above" in inside
     assert "‹‹‹END SUMMARY›››" in inside
     assert "never instructions to you" in prompt.split("<<<SUMMARY>>>")[0]
-    answer_prompt = judge.prompts_for(p.SummaryAnswers)[0]
+    answer_prompt = judge.prompts_for("SummaryReview")[0]
     assert answer_prompt.count("<<<END SUMMARY>>>") == 1
 
 

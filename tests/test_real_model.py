@@ -295,3 +295,61 @@ def test_bench_against_the_real_model(llama_server: str, tmp_path: Path) -> None
     assert (tmp_path / "work" / "bench-report.html").is_file()
     for name in ("ours", "deepeval", "ragas"):
         assert re.search(rf"^\s*{name}\s+\S+\s+\d/3", result.output, re.M), result.output
+
+
+def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        f"{url}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=900) as response:
+        return json.loads(response.read())
+
+
+def test_the_two_call_path_finds_the_source_prefix_cached_on_the_second_summary(
+    llama_server: str,
+) -> None:
+    """Two summaries of one example source, one after the other, on the default two-call path:
+    the second summary's claim check begins with the bytes its source's earlier calls began
+    with, so llama-server serves that prefix from its cache (``cached_tokens`` > 0).
+
+    The server's own count is read twice: from the judge's usage when the judge counts cached
+    tokens (``usage["cached_tokens"]``), and from the claim check of a third summary, never sent
+    before, with the judge's system message: only the source's prefix can be cached for it (the
+    reply's ``prompt_tokens_details.cached_tokens``)."""
+    from shared import prompts as p
+    from shared.openai_judge import SYSTEM_PROMPT
+
+    rows = [r for r in _rows() if r["id"].startswith("harwick")][:3]
+    assert len(rows) == 3 and len({r["source"] for r in rows}) == 1
+    source = rows[0]["source"]
+    judge = _judge(llama_server)
+    options: dict[str, Any] = {"dimensions": [], "n": 2}  # plumbing, kept short for a CPU
+    first = score_summaries([(source, rows[0]["summary"])], judge=judge, **options)
+    counted_before = judge.usage.get("cached_tokens")
+    second = score_summaries([(source, rows[1]["summary"])], judge=judge, **options)
+    _assert_plumbing([*first, *second], 2)
+    assert "|path:two-call|" in (second[0].signature or "")
+    counted_after = judge.usage.get("cached_tokens")
+    print(f"\nusage after two summaries: {judge.usage}")
+    if counted_before is not None and counted_after is not None:
+        assert counted_after > counted_before  # the second summary's calls found a warm prefix
+    # a third summary's check, as the judge sends it: the server says how much it had cached
+    prompt = p.check_claims_prompt(source, rows[2]["summary"])
+    reply = _post(
+        llama_server,
+        {
+            "model": MODEL,
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": prompt},
+            ],
+            "max_tokens": 4,
+            "cache_prompt": True,
+        },
+    )
+    cached = (reply.get("usage", {}).get("prompt_tokens_details") or {}).get("cached_tokens")
+    print(f"probe: {reply.get('usage')} timings {reply.get('timings')}")
+    assert cached is not None and cached > 0, reply.get("usage")
+    assert cached < reply["usage"]["prompt_tokens"]  # the prefix, not the whole new prompt

@@ -113,10 +113,10 @@ def test_unscored_and_offline_results_list_the_dimensions_on_their_own_lines(
     lines = offline.reason.splitlines()
     assert lines[0].startswith("Unscored: no judge")
     assert any(line.startswith("density ") for line in lines[1:])
-    broken = FakeJudge({p.ExtractedClaims: ["not json"] * 10})
+    broken = FakeJudge({p.CheckedClaims: ["not json"] * 10})
     failed = score_summary(source, summary, judge=broken)
     lines = failed.reason.splitlines()
-    assert lines[0].startswith("Unscored: ") and "ExtractedClaims" in lines[0]
+    assert lines[0].startswith("Unscored: ") and "CheckedClaims" in lines[0]
     assert any(line.startswith("density ") for line in lines[1:])
     _no_part_starts_mid_line(failed.reason)
 

@@ -104,6 +104,9 @@ def factory_schemas() -> list[type[BaseModel]]:
             s.summary_answers_schema(n),
             s.grades_schema(n),
             s.style_review_schema(n),
+            s.checked_claims_schema(n),
+            s.summary_review_schema(n, n),
+            s.summary_review_schema(n, 0),
         ]
     return made
 
@@ -128,14 +131,35 @@ def sent_schemas(seed: tuple[str, str]) -> tuple[list[type[BaseModel]], set[str]
     user = ["What does the app track?", "Who is it for?", "What does it cost?"]
 
     async def run() -> None:
+        # both judge paths (two-call, the default, and steps), and the two-call review without
+        # the style part (no judged dimension asked for)
         await asyncio.gather(
-            ascore_summary(source, summary, judge=judge),
-            ascore_summary(source, summary, judge=judge, n=3),
-            ascore_summary(source, summary, judge=judge, questions=user),
-            ascore_summary(long_source(), SUMMARY, judge=judge, context_budget=BUDGET, n=4),
-            ascore_summary(
-                long_source(), SUMMARY, judge=judge, context_budget=BUDGET, questions=user
+            *(
+                call
+                for path in ("two-call", "steps")
+                for call in (
+                    ascore_summary(source, summary, judge=judge, judge_path=path),
+                    ascore_summary(source, summary, judge=judge, n=3, judge_path=path),
+                    ascore_summary(source, summary, judge=judge, questions=user, judge_path=path),
+                    ascore_summary(
+                        long_source(),
+                        SUMMARY,
+                        judge=judge,
+                        context_budget=BUDGET,
+                        n=4,
+                        judge_path=path,
+                    ),
+                    ascore_summary(
+                        long_source(),
+                        SUMMARY,
+                        judge=judge,
+                        context_budget=BUDGET,
+                        questions=user,
+                        judge_path=path,
+                    ),
+                )
             ),
+            ascore_summary(source, summary, judge=judge, n=2, dimensions=("density",)),
         )
 
     asyncio.run(run())
@@ -244,9 +268,9 @@ def test_style_review_bounds_sentence_numbers() -> None:
 def test_every_request_sets_max_tokens_from_the_schema(seed: tuple[str, str]) -> None:
     with stub_server() as url:
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
-        result = score_summary(*seed, judge=judge)
+        result = score_summary(*seed, judge=judge, judge_path="steps")
         assert result.scored, result.error
-        assert url.count == 1 + 6  # the structured-mode probe, then the six steps
+        assert url.count == 1 + 6  # the probe, then the step-by-step path: 1 per source + 5
         for request in url.requests[1:]:
             sent = request["response_format"]["json_schema"]["schema"]
             assert problems(sent) == []
@@ -260,6 +284,16 @@ def test_every_request_sets_max_tokens_from_the_schema(seed: tuple[str, str]) ->
         assert by_name["ClaimVerdicts"]["max_tokens"] == s.reply_token_limit(
             s.verdicts_schema(claims)
         )
+
+    with stub_server() as url:  # the two-call path (the default): 1 per source + 2 per summary
+        judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
+        result = score_summary(*seed, judge=judge)
+        assert result.scored, result.error
+        assert url.count == 3
+        for request in url.requests:
+            sent = request["response_format"]["json_schema"]["schema"]
+            assert problems(sent) == []
+            assert request["max_tokens"] == s.json_schema_token_limit(sent)
 
     with stub_server() as url:  # the user's own max_tokens wins
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test", max_tokens=777)

@@ -78,7 +78,7 @@ def test_judge_calls_are_k_times_the_summary_calls_plus_the_source_calls_once(
     single, sampled = single_judge.calls, sampled_judge.calls
     assert single["GeneratedQuestions"] == sampled["GeneratedQuestions"] == 1
     per_run = _summary_level(single)
-    assert sum(per_run.values()) == 5  # claims, verdicts, answers, grades, style review
+    assert sum(per_run.values()) == 2  # the claim check and the summary review (two-call)
     assert _summary_level(sampled) == Counter({name: 3 * n for name, n in per_run.items()})
 
 
@@ -90,7 +90,7 @@ def test_batch_of_one_source_shares_questions_across_rows_and_samples(
     results = score_summaries([(source, summary), (source, SECOND)], judge=judge, samples=2)
     assert all(r.scored and len(r.sample_scores) == 2 for r in results)
     assert judge.calls["GeneratedQuestions"] == 1
-    assert judge.calls["ExtractedClaims"] == 4  # 2 rows x 2 samples
+    assert judge.calls["CheckedClaims"] == 4  # 2 rows x 2 samples
     # the deterministic dimensions are computed once per row and agree across samples
     for r in results:
         assert r.spread["density"] == r.spread["coherence"] == r.spread["conciseness"] == 0.0
@@ -126,7 +126,7 @@ def test_the_cache_keeps_each_sample_apart_and_replays_it_on_a_rerun(
     judge = FakeJudge(vary_by_seed=True)
     first = score_summary(source, summary, judge=judge, cache=store, samples=3)
     calls = judge.total_calls
-    assert calls == 1 + 3 * 5
+    assert calls == 1 + 3 * 2
     again = score_summary(
         source, summary, judge=FakeJudge(vary_by_seed=True), cache=store, samples=3
     )
@@ -134,12 +134,12 @@ def test_the_cache_keeps_each_sample_apart_and_replays_it_on_a_rerun(
     # one more sample: only sample 4's calls are new; samples 1-3 and the questions are cached
     judge4 = FakeJudge(vary_by_seed=True)
     four = score_summary(source, summary, judge=judge4, cache=store, samples=4)
-    assert judge4.total_calls == 5
+    assert judge4.total_calls == 2
     assert four.sample_scores[:3] == first.sample_scores
     # a single-sample run is not served a sample's answers
     plain = FakeJudge(vary_by_seed=True)
     score_summary(source, summary, judge=plain, cache=store)
-    assert _summary_level(plain.calls).total() == 5
+    assert _summary_level(plain.calls).total() == 2
 
 
 def test_openai_judge_samples_send_distinct_seeds_and_a_temperature(seed: tuple[str, str]) -> None:
@@ -149,15 +149,15 @@ def test_openai_judge_samples_send_distinct_seeds_and_a_temperature(seed: tuple[
         result = score_summary(source, summary, judge=judge, cache=False, samples=3)
         requests = list(url.requests)
     assert result.scored and result.spread["score"] > 0
-    assert len(requests) == 1 + 1 + 3 * 5  # the probe, the questions, 3 samples x 5
+    assert len(requests) == 1 + 1 + 3 * 2  # the probe, the questions, 3 samples x 2
     sampled = [r for r in requests if r.get("seed") is not None]
-    assert len(sampled) == 15
-    assert Counter(r["seed"] for r in sampled) == {0: 5, 1: 5, 2: 5}
+    assert len(sampled) == 6
+    assert Counter(r["seed"] for r in sampled) == {0: 2, 1: 2, 2: 2}
     assert {r["temperature"] for r in sampled} == {0.7}
     unsampled = [r for r in requests if r.get("seed") is None]
     # the structured-mode probe and the questions
     assert len(unsampled) == 2 and {r["temperature"] for r in unsampled} == {0.0}
-    assert judge.usage["calls"] == 17  # the samples' calls (and the probe) count on the judge
+    assert judge.usage["calls"] == 8  # the samples' calls (and the probe) count on the judge
 
 
 def test_openai_judge_own_seed_and_temperature_are_kept() -> None:
@@ -173,7 +173,7 @@ def test_openai_judge_own_seed_and_temperature_are_kept() -> None:
 
 def test_an_unscored_sample_unscores_the_row_and_says_which(seed: tuple[str, str]) -> None:
     source, summary = seed
-    judge = FakeJudge({"SummaryAnswers": [None, RuntimeError("boom"), None]}, vary_by_seed=True)
+    judge = FakeJudge({"SummaryReview": [None, RuntimeError("boom"), None]}, vary_by_seed=True)
     result = score_summary(source, summary, judge=judge, cache=False, samples=3, retries=0)
     assert not result.scored and result.score is None and result.coverage is None
     assert result.error is not None and result.error.startswith("1 of 3 judge samples unscored")
@@ -266,8 +266,8 @@ def test_cli_samples_write_spread_columns_and_report_flips(
         requests = len(url.requests)
     text = " ".join(result.output.split())
     assert result.exit_code == 0, text
-    # the probe; questions once for the source; 3 samples x 5 per row
-    assert requests == 1 + 1 + 2 * 3 * 5
+    # the probe; questions once for the source; 3 samples x 2 per row
+    assert requests == 1 + 1 + 2 * 3 * 2
     with out.open(newline="") as handle:
         written = list(csv.DictReader(handle))
     header = list(written[0])
@@ -340,7 +340,7 @@ def test_deepeval_metric_reports_the_mean_and_the_spread(seed: tuple[str, str]) 
     # deterministic, so the spread is 0 (reported, not left out)
     assert breakdown["score_sd"] == breakdown["coverage_sd"] == 0.0
     assert metric.reason.startswith("Mean over 3 judge samples")
-    assert judge.calls["ExtractedClaims"] == 3 and judge.calls["GeneratedQuestions"] == 1
+    assert judge.calls["CheckedClaims"] == 3 and judge.calls["GeneratedQuestions"] == 1
 
 
 def test_compare_pairs_the_means_not_the_spread_columns() -> None:
@@ -371,7 +371,7 @@ def test_ragas_collections_metric_gives_the_mean_and_the_spread_in_its_reason(
     assert result.value == pytest.approx(single.score)
     assert result.reason.startswith("Mean over 2 judge samples: score")
     assert "(sd 0.00)" in result.reason  # the Ragas LLM is called as is: deterministic here
-    assert calls["GeneratedQuestions"] == 1 and calls["ExtractedClaims"] == 2
+    assert calls["GeneratedQuestions"] == 1 and calls["CheckedClaims"] == 2
 
 
 def test_samples_share_the_judge_concurrency_limit(seed: tuple[str, str]) -> None:
@@ -399,5 +399,5 @@ def test_samples_share_the_judge_concurrency_limit(seed: tuple[str, str]) -> Non
     score_summaries(
         [(source, summary), (source, SECOND)], judge=judge, cache=False, samples=4, concurrency=2
     )
-    assert judge.total_calls == 1 + 2 * 4 * 5
+    assert judge.total_calls == 1 + 2 * 4 * 2
     assert judge.most == 2

@@ -100,23 +100,25 @@ def test_judged_path_against_the_stub_server(
         validity.main(["--data", str(data), "--base-url", url, "--model", "stub-model", "--n", "2"])
         assert url.count > 0
         schemas = set(url.judge.calls)
-    assert {"StyleReview", "ClaimVerdicts"} <= schemas
+    # both judge paths ran on the one endpoint
+    assert {"StyleReview", "ClaimVerdicts", "CheckedClaims", "SummaryReview"} <= schemas
     out = capsys.readouterr().out
     assert out.startswith("8 summaries, 2 articles")
     assert "rows unscored" not in out
     cell = r"([+-]\d\.\d{3}) / ([+-]\d\.\d{3}) \((\d+)\)"
+    judged = [f"{name} [{path}]" for name in validity.JUDGED for path in ("two-call", "steps")]
     for name in (
-        "score (F-beta)",
-        "alignment",
-        "coverage",
-        "specificity (judged)",
-        "non_redundancy (det. + judged)",
+        *judged,
         "coherence (entity_grid, default)",
         "coherence (article formula)",
     ):
         line = next(ln for ln in out.splitlines() if ln.startswith(f"| {name} |"))
         assert line.endswith("| 0 |"), line  # every row has a value
         assert re.search(cell, line) or "n/a (0)" in line, line
+    # the side-by-side table: one line per judged sub-score and rating, a rho per path
+    side = [ln for ln in out.splitlines() if ln.startswith("| coverage | relevance |")]
+    assert len(side) == 1
+    assert re.fullmatch(r"\| coverage \| relevance \| (\S+) \| (\S+) \| \d \|", side[0]), side
     # the deterministic coherence is defined for all 8 rows and varies within each article
     coh = next(ln for ln in out.splitlines() if ln.startswith("| coherence (entity_grid"))
     assert re.search(cell, coh) and "(2)" in coh

@@ -449,6 +449,7 @@ def score(
         ),
     ] = False,
     samples: Annotated[int, _core("samples", min=1)] = DEFAULTS.samples,
+    judge_path: Annotated[str, _core("judge_path")] = DEFAULTS.judge_path,
     flip_threshold: Annotated[
         float,
         typer.Option(
@@ -527,6 +528,7 @@ def score(
         "context_budget": context_budget,
         "samples": samples,
         "language": language,
+        "judge_path": judge_path,
     }
     if dimensions is not None:
         options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
