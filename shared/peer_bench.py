@@ -45,7 +45,7 @@ import threading
 import time
 import weakref
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -387,12 +387,25 @@ crashed, with the exception as the reason)."""
 
 
 def _quiet_frameworks() -> None:
-    """The peers' telemetry off and DeepEval's ./.deepeval folder not written, unless the user
-    set these variables otherwise."""
+    """The peers' telemetry off, unless the user set these variables otherwise. (DeepEval's
+    ``.deepeval`` folder is kept out of the user's working folder by running it in the bench's
+    work folder: its read-only switch is read when DeepEval is first imported, which may be
+    before the bench runs.)"""
     os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
     os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")
     os.environ.setdefault("DEEPEVAL_DISABLE_DOTENV", "1")
-    os.environ.setdefault("DEEPEVAL_FILE_SYSTEM", "READ_ONLY")
+
+
+@contextlib.contextmanager
+def _working_in(folder: Path) -> Iterator[None]:
+    """Run with ``folder`` as the working folder (DeepEval writes ``./.deepeval``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
 
 
 def run_ours(
@@ -459,7 +472,8 @@ def run_deepeval(
     cases = [
         LLMTestCase(name=item.id, input=item.source, actual_output=item.summary) for item in items
     ]
-    with contextlib.redirect_stdout(io.StringIO()):  # its banner would split the bench's table
+    # its banner would split the bench's table; its files belong in the work folder
+    with contextlib.redirect_stdout(io.StringIO()), _working_in(workdir.resolve()):
         result = evaluate(
             cases,
             [SummarizationMetric(model=model)],

@@ -61,9 +61,7 @@ class Prices:
         cached = min(int(usage.get("cached_tokens", 0) or 0), prompt)
         completion = int(usage.get("completion_tokens", 0) or 0)
         dollars = (
-            (prompt - cached) * self.input
-            + cached * self.cached_input
-            + completion * self.output
+            (prompt - cached) * self.input + cached * self.cached_input + completion * self.output
         )
         return dollars / 1_000_000
 

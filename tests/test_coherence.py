@@ -69,7 +69,7 @@ def test_each_kind_of_problem_is_counted_and_lowers_the_score() -> None:
     assert [(j.first, j.second) for j in jumpy.jumps] == [(1, 2), (2, 3)]
     assert all(j.similarity is not None and j.similarity < 0.5 for j in jumpy.jumps)
     assert jumpy.score == pytest.approx(expected_score(2, 0, 0, jumpy))
-    assert jumpy.opening and jumpy.score == pytest.approx(0.5 ** 1.5)  # two jumps, the opening
+    assert jumpy.opening and jumpy.score == pytest.approx(0.5**1.5)  # two jumps, the opening
 
     repeated = coherence(REPEATED)
     assert repeated.jumps == []  # the same entities: continuity is not the problem here

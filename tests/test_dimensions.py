@@ -301,7 +301,8 @@ class BrokenEmbedder:
 def test_custom_and_broken_embedders() -> None:
     embedder = HashEmbedder()
     result = score_summary(SOURCE, VAGUE_AND_REPEATED, judge=None, embedder=embedder)
-    assert embedder.calls == [4]
+    # the summary's sentences, then grounding's lexically shortlisted source sentence(s)
+    assert embedder.calls == [4, 1]
     assert "|emb:letter-counts|" in result.signature
     _check_values(result)
 
@@ -361,7 +362,8 @@ def test_batch_embeds_all_sentences_in_one_call() -> None:
     embedder = HashEmbedder()
     pairs = [(SOURCE, GOOD), (SOURCE, VAGUE_AND_REPEATED), (SOURCE, "One sentence here.")]
     results = asyncio.run(ascore_summaries(pairs, judge=None, embedder=embedder))
-    assert embedder.calls == [3 + 4 + 1]
+    # all summaries' sentences in one call; grounding's source shortlists in one more
+    assert embedder.calls == [3 + 4 + 1, 3]
     assert [r.dimension_evidence.coherence.sentence_count for r in results] == [3, 4, 1]
 
 

@@ -61,8 +61,13 @@ def test_a_slow_first_judging_reply_holds_up_no_other_call(seed: tuple[str, str]
 
     with stub_server(before_answer=before_answer) as url:
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
+        # one source per summary: on the two-call path a source's summaries wait (by design)
+        # for that source's own first call, which warms the prefix cache; other sources do not
         results = score_summaries(
-            [(seed[0], s) for s in SUMMARIES], judge=judge, concurrency=4, dimensions=[]
+            [(f"{seed[0]} (copy {i})", s) for i, s in enumerate(SUMMARIES)],
+            judge=judge,
+            concurrency=4,
+            dimensions=[],
         )
     assert outcome == {"released_by_later_calls": True}
     assert all(r.scored for r in results), [r.error for r in results]

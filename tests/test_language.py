@@ -223,7 +223,10 @@ def test_english_pipeline_never_analyses_another_language() -> None:
 def test_user_embedder_is_used_for_any_language() -> None:
     embedder = CountingEmbedder()
     result = score_summary(DE_SOURCE, DE_SUMMARY, judge=None, embedder=embedder)
-    assert embedder.texts == ["Köln baut 42 Kilometer Radwege.", DE_SUMMARY.split(". ", 1)[1]]
+    summary_sentences = ["Köln baut 42 Kilometer Radwege.", DE_SUMMARY.split(". ", 1)[1]]
+    assert embedder.texts[:2] == summary_sentences
+    # then grounding's shortlisted source sentences, embedded by the same (user's) embedder
+    assert embedder.texts[2:] and all(text in DE_SOURCE for text in embedder.texts[2:])
     assert "near-duplicates not checked" not in result.dimension_evidence.non_redundancy.reason
 
 

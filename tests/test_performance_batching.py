@@ -123,7 +123,10 @@ def test_the_registry_is_emptied_and_embedders_never_share_a_batch(
         sum(r.dimension_evidence.non_redundancy.sentence_count for r in group)
         for group in (results[:3], results[3:])
     ]
-    assert first.batches == [sentences[0]] and second.batches == [sentences[1]]
+    # one shared batch per embedder for the dimensions' sentences; then one call per summary
+    # for grounding's shortlisted source sentences (never mixed across embedders either)
+    assert first.batches[0] == sentences[0] and len(first.batches) == 1 + 3
+    assert second.batches[0] == sentences[1] and len(second.batches) == 1 + len(SUMMARIES) - 3
     assert "emb:mini-a" in results[0].signature and "emb:mini-b" in results[4].signature
 
 

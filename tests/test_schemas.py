@@ -289,8 +289,8 @@ def test_every_request_sets_max_tokens_from_the_schema(seed: tuple[str, str]) ->
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
         result = score_summary(*seed, judge=judge)
         assert result.scored, result.error
-        assert url.count == 3
-        for request in url.requests:
+        assert url.count == 1 + 3  # the structured-mode probe first
+        for request in url.requests[1:]:
             sent = request["response_format"]["json_schema"]["schema"]
             assert problems(sent) == []
             assert request["max_tokens"] == s.json_schema_token_limit(sent)

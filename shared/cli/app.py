@@ -231,6 +231,8 @@ def _finite(value: float | None) -> float | None:
     if value is not None and not math.isfinite(value):
         raise typer.BadParameter(f"must be a finite number, got {value}")
     return value
+
+
 _FLAG_WORDS = {
     "api_key=": "--api-key",
     "base_url / OPENAI_BASE_URL (--base-url)": "--base-url / OPENAI_BASE_URL",
