@@ -403,6 +403,9 @@ async def _fit_context(
     window that cannot be read changes nothing.
     """
     if judge is not None:
+        # wrapped first: a persistent cache hands the judge what an earlier run learned about
+        # its server (the structured mode), so a rerun sends no probe
+        prepare_judge(judge, opts)
         await negotiate_judge(judge)
     if "context_budget" in given or judge is None:
         return opts

@@ -7,11 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from shared import OpenAIJudge, openai_judge, robust_judge, score_summaries, score_summary
+from shared import (
+    OpenAIJudge,
+    SQLiteStore,
+    openai_judge,
+    robust_judge,
+    score_summaries,
+    score_summary,
+)
 from shared.testing import stub_server
 from shared.usage import USAGE_KEYS
 
@@ -443,3 +451,21 @@ def test_score_against_a_server_that_never_answers_ends_with_reasons(
     assert all("judge call timed out: no reply within 1 s" in row["error"] for row in rows)
     # one request per call, none retried: the bill says what the server received
     assert f"Judge bill: {sent} calls (0 retries)" in text
+
+
+def test_a_rerun_on_the_same_cache_file_sends_no_probe(
+    seed: tuple[str, str], tmp_path: Path
+) -> None:
+    # The learned structured mode is kept in the persistent cache: a later process (here: the
+    # in-process memory cleared) scoring the same row from that cache sends nothing at all.
+    cache = tmp_path / "judge.sqlite3"
+    with stub_server() as url:
+        first = OpenAIJudge("stub-model", base_url=url, api_key="test")
+        assert score_summaries([seed], judge=first, cache=cache, dimensions=[])[0].scored
+        assert first.usage["calls"] == 1 + 3  # the probe, then the row's three calls
+        openai_judge._probes.clear()
+        openai_judge._confirmed.clear()
+        again = OpenAIJudge("stub-model", base_url=url, api_key="test")
+        rescored = score_summaries([seed], judge=again, cache=SQLiteStore(cache), dimensions=[])
+    assert rescored[0].scored
+    assert again.usage["calls"] == 0
