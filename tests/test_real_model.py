@@ -212,7 +212,10 @@ def test_deepeval_evaluate_against_the_real_model(
 ) -> None:
     """DeepEval with a local server as docs/deepeval.md says: ``model=OpenAIJudge(...)`` (the
     core's client: json_schema with the bounded schemas, max_tokens from their bounds), and
-    ``ignore_errors=True`` so a case the small model cannot answer is an error, not a crash."""
+    ``ignore_errors=True`` so a case the small model cannot answer is an error, not a crash.
+    DeepEval's own per-metric time limit is lifted: on a loaded 2-core machine it cancelled both
+    cases while the judge was still answering (each call is bounded by the judge's deadline)."""
+    monkeypatch.setenv("DEEPEVAL_PER_TASK_TIMEOUT_SECONDS_OVERRIDE", "3600")
     from deepeval import evaluate
     from deepeval.evaluate.configs import DisplayConfig, ErrorConfig
     from deepeval.test_case import LLMTestCase
