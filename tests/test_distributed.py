@@ -119,9 +119,10 @@ def test_bad_row_becomes_error_row_and_the_job_goes_on(local_ray) -> None:
 
 
 class KillOnce:
-    """A judge factory whose judge SIGKILLs its own actor process on its first call of round 2
-    (answering questions from the summary: the group's questions were already answered by the
-    stub), once per job; the marker file, created exclusively, records which pid died."""
+    """A judge factory whose judge SIGKILLs its own actor process on its first summary-side call
+    (the two-call path's review of the summary alone, asked after the group's questions were
+    answered by the stub), once per job; the marker file, created exclusively, records which pid
+    died."""
 
     def __init__(self, url: str, marker: str) -> None:
         self.url, self.marker = str.__str__(url), marker  # a plain str: no stub state travels
@@ -134,7 +135,7 @@ class KillOnce:
             model_id = inner.model_id
 
             async def generate(self, prompt: str, schema: Any) -> Any:
-                if schema.__name__ == "SummaryAnswers":
+                if schema.__name__ == "SummaryReview":
                     try:
                         fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
                     except FileExistsError:

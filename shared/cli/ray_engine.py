@@ -311,6 +311,11 @@ def score_on_ray(
     actors: int,
     force: bool = False,
     threshold: float | None = None,
+    api_key: str | None = None,
+    price_in: float | None = None,
+    price_cached: float | None = None,
+    price_out: float | None = None,
+    dry_run: bool = False,
     **core: Any,
 ) -> None:
     """The ``score`` command on the Ray engine: same checks, outputs and exit status as local.
@@ -378,6 +383,14 @@ def score_on_ray(
         )
     except PathProblem as exc:
         raise cli._usage_error(str(exc)) from None
+    prices = {"price_in": price_in, "price_cached": price_cached, "price_out": price_out}
+    try:
+        if any(v is not None for v in prices.values()):
+            from ..pricing import resolve_prices
+
+            resolve_prices(model or "", base_url, **prices)
+    except (TypeError, ValueError) as exc:
+        raise cli._usage_error(str(exc)) from None
     local_judge, judge_text = cli.build_judge(
         model=model,
         base_url=base_url,
@@ -386,14 +399,21 @@ def score_on_ray(
         concurrency=concurrency,
         cache=None,
         timeout=timeout,
+        api_key=api_key,
+        prices=prices,
+        check=not dry_run,
     )
     config = None
     if local_judge is not None:
         from ..judge import base_judge
 
         inner: Any = base_judge(local_judge)
+        # a key given by flag travels to the actors; otherwise each reads OPENAI_API_KEY
         config = OpenAIJudgeConfig(
-            inner.model, base_url=str(inner.client.base_url), settings={"timeout": timeout}
+            inner.model,
+            base_url=str(inner.client.base_url),
+            api_key=api_key,
+            settings={"timeout": timeout, **{k: v for k, v in prices.items() if v is not None}},
         )
         cli.err.print(
             f"Judge: {literal(judge_text)}; cache {literal(cache_path or 'off')}; "
@@ -401,6 +421,19 @@ def score_on_ray(
         )
     else:
         cli.err.print(f"[bold yellow]No judge[/] ({judge_text}). {cli.ENABLE_HINT}")
+    if dry_run:  # as on the local engine: the estimate, then no judge call at all
+        if local_judge is not None:
+            from ..usage import judge_prices
+            from .bill import estimate_run, estimate_text
+
+            pairs = [(r.source, r.summary) for r in rows if r.error is None]
+            cli.err.print(
+                estimate_text(
+                    estimate_run(pairs, options, every_row=True), judge_prices(local_judge)
+                )
+            )
+        cli.err.print("--dry-run: no judge was called.")
+        raise typer.Exit(cli.EXIT_OK)
 
     keys = score_keys()
     failed = {"n": 0, "done": 0}
