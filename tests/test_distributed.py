@@ -21,6 +21,7 @@ from shared import OpenAIJudge, score_summaries  # noqa: E402
 from shared.cli.results import evaluation_row, score_keys  # noqa: E402
 from shared.distributed import OpenAIJudgeConfig, score_dataset  # noqa: E402
 from shared.testing import stub_server  # noqa: E402
+from shared.usage import USAGE_KEYS  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
@@ -252,12 +253,20 @@ def test_cli_ray_engine_passes_every_core_option_like_local(local_ray, tmp_path:
     with stub_server() as url:
         on_ray = run(url, "ray")
     assert [r["id"] for r in on_ray] == [r["id"] for r in local]
+    # A source's shared call is billed to the row that asked first, which depends on scheduling
+    # (either engine): the bill is compared over the whole run, the rest row by row.
+    shared_keys = ("usage", "cost")
+    for key in USAGE_KEYS:
+        assert sum(r["evidence"]["usage"][key] for r in on_ray) == sum(
+            r["evidence"]["usage"][key] for r in local
+        ), key
+    assert sum(r["evidence"]["usage"]["calls"] for r in local) > 0
     for mine, want in zip(on_ray, local, strict=True):
         assert "|samples:2" in want["signature"]
         assert any(want[k] is not None for k in spread_keys())
         for column in want:
             if column == "evidence":  # the run's own record differs: another server (URL)
-                run_keys = ("settings", "run")
+                run_keys = ("settings", "run", *shared_keys)
                 mine_ev = {k: v for k, v in mine[column].items() if k not in run_keys}
                 want_ev = {k: v for k, v in want[column].items() if k not in run_keys}
                 assert mine_ev == want_ev, (want["id"], column)
