@@ -433,3 +433,77 @@ def test_source_sentences_are_cut_and_only_shortlisted_ones_are_embedded() -> No
     assert ev.score is not None
     # the summary's sentence and at most SHORTLIST source sentences, not 2,001
     assert 1 < len(emb.texts) <= 1 + sup.SHORTLIST
+
+
+TIED_SOURCE = " ".join(
+    f"The {w} report arrived on time."
+    for w in (
+        "amber",
+        "basalt",
+        "cobalt",
+        "dune",
+        "ember",
+        "fjord",
+        "garnet",
+        "harbor",
+        "indigo",
+        "jasper",
+        "kelp",
+        "lagoon",
+        "marble",
+        "nectar",
+        "onyx",
+        "pewter",
+    )
+)
+TIED_STEMS = [
+    "amber",
+    "basalt",
+    "cobalt",
+    "dune",
+    "ember",
+    "fjord",
+    "garnet",
+    "harbor",
+    "indigo",
+    "jasper",
+    "kelp",
+    "lagoon",
+    "marble",
+    "nectar",
+    "onyx",
+    "pewter",
+]
+
+
+def test_the_shortlist_breaks_ties_by_position() -> None:
+    # sixteen sentences, each sharing one equally rare word with the summary sentence: the
+    # shortlist keeps the first ones, not whichever a set of strings happened to visit first
+    idx = sup.index_sentences(TIED_SOURCE)
+    stems = {sup.stem(w) for w in TIED_STEMS}
+    assert idx.shortlist(stems) == list(range(sup.SHORTLIST))
+
+
+def test_the_shortlist_is_the_same_in_every_process() -> None:
+    # string hashing is randomised per process; the similarity and relation signals read the
+    # shortlisted sentences, so a tie decided by set order moved grounding between runs
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from shared.dimensions import support as sup\n"
+        f"idx = sup.index_sentences({TIED_SOURCE!r})\n"
+        f"print(idx.shortlist({{sup.stem(w) for w in {TIED_STEMS!r}}}))\n"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (1, 2, 3, 4)
+    }
+    assert len(outputs) == 1, outputs

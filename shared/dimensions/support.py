@@ -183,17 +183,24 @@ class SourceSentences:
         return self.text[a:b].strip()
 
     def shortlist(self, stems: set[str], k: int = SHORTLIST) -> list[int]:
-        """The ``k`` sentences sharing the most idf-weighted rare stems with ``stems``."""
+        """The ``k`` sentences sharing the most idf-weighted rare stems with ``stems``; ties go
+        to the earlier sentence.
+
+        The stems are summed in sorted order and ties broken by position: a set of strings
+        iterates in an order that changes from process to process (hash randomisation), and
+        with it which of two tied sentences made the list, so the same summary got different
+        similarity and relation signals in different runs."""
         n = max(1, len(self.spans))
         scores: Counter[int] = Counter()
-        for s in stems:
+        for s in sorted(stems):
             post = self.postings.get(s)
             if not post or len(post) > max(3, COMMON_SHARE * n):
                 continue
             weight = math.log(1 + n / len(post))
             for i in post:
                 scores[i] += weight
-        return [i for i, _ in scores.most_common(k)]
+        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        return [i for i, _ in ranked[:k]]
 
 
 def index_sentences(text: str) -> SourceSentences:
