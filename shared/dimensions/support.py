@@ -352,13 +352,18 @@ def sentence_signals(
     rel = 1.0
     if arcs and cands:
         src_arcs = set().union(*(idx.arcs.get(i, frozenset()) for i in cands))
-        pairs = {(h, c): r for h, c, r in src_arcs} | {(c, h): r for h, c, r in src_arcs}
+        # every role each word pair has in the source, either way round (a dict of one role
+        # per pair kept whichever the set visited last: another value in another process)
+        pairs: dict[tuple[str, str], set[str]] = {}
+        for h, c, r in src_arcs:
+            pairs.setdefault((h, c), set()).add(r)
+            pairs.setdefault((c, h), set()).add(r)
         got = 0.0
         lost, swapped = [], []
         for (h, c, r), raw in zip(arcs, sentence.arcs, strict=True):
             if (h, c, r) in src_arcs:
                 got += 1.0
-            elif r != "mod" and pairs.get((h, c), "mod") not in ("mod", r):
+            elif r != "mod" and pairs.get((h, c), set()) - {"mod", r}:
                 swapped.append(f"{raw[1]} as {r} of {raw[0]}")
             elif (h, c) in pairs or any(h in idx.stems[i] and c in idx.stems[i] for i in cands):
                 got += 0.5
