@@ -24,6 +24,12 @@ or extract each dataset in its own process, then fit from the three caches:
 
     ... --only summeval --cache se.pkl   (and cnndm, xsum with --qags)
     ... --cache se.pkl cnndm.pkl xsum.pkl --fit
+
+``--explore`` (with the caches) also cross-validates the alternatives tried in the third round
+(docs/VALIDITY.md): a second, summary-level model over the sentence signals' mean and minimum
+and the summary's own n-gram precision; two more sentence signals (content words and trigrams
+found anywhere in the source); and the signals' interaction with how abstractive the summary is.
+Each is printed as the mean over three shuffles of each dataset's first metric out of fold.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.stats import ConstantInputWarning, spearmanr
@@ -117,6 +124,20 @@ def extract(rows: list[dict]) -> None:
         r["v1"] = ev.items_score
         r["unigram"] = ngram_precision(r["article"], r["summary"], 1)
         r["bigram"] = ngram_precision(r["article"], r["summary"], 2)
+
+
+def shipped_values(rows: Sequence[dict]) -> list[float | None]:
+    """Each summary's grounding under the constants shipped now, from its cached signals (a
+    cache extracted before the constants changed keeps its old ``shipped`` value; the signals do
+    not depend on the constants)."""
+    out: list[float | None] = []
+    for r in rows:
+        if not r["signals"]:
+            out.append(None)
+            continue
+        supports = [sup.support(dict(zip(sup.SIGNALS, x, strict=True))) for x in r["signals"]]
+        out.append(sup.combine(supports))
+    return out
 
 
 def training_set(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -296,9 +317,10 @@ def report(rows: list[dict], oof: Sequence[float | None]) -> str:
         columns = {
             "unigram precision (baseline)": [r["unigram"] for r in sub],
             "bigram precision (baseline)": [r["bigram"] for r in sub],
+            "trigram precision": [ngram_precision(r["article"], r["summary"], 3) for r in sub],
             "grounding v1 (names, numbers, dates)": [r.get("v1") for r in sub],
             "grounding v2, cross-validated": [oof[i] for i in idx],
-            "grounding v2, shipped constants": [r["shipped"] for r in sub],
+            "grounding v2, shipped constants": shipped_values(sub),
         }
         for label, values in columns.items():
             if all(v is None for v in values):
@@ -309,6 +331,131 @@ def report(rows: list[dict], oof: Sequence[float | None]) -> str:
                 cells.append(f"{p:.3f} [{lo:.3f}, {hi:.3f}]")
             out.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+SEEDS = (0, 1, 2)
+
+
+def per_dataset(rows: Sequence[dict], values: Sequence[float | None]) -> dict[str, float]:
+    """Each dataset's first metric (summary-level Spearman or ROC AUC)."""
+    out = {}
+    for name, kinds in KINDS.items():
+        idx = [i for i, r in enumerate(rows) if r["dataset"] == name]
+        if idx:
+            out[name] = metric([rows[i] for i in idx], [values[i] for i in idx], kinds[0])
+    return out
+
+
+def summary_features(row: dict) -> dict[str, float]:
+    """Summary-level inputs of the second-stage model: each sentence signal's mean and minimum
+    (maximum for the two problem counts) and the summary's own n-gram precision."""
+    x = np.asarray(row["signals"], dtype=float)
+    out: dict[str, float] = {}
+    for j, name in enumerate(sup.SIGNALS):
+        worst = x[:, j].max() if name in ("items", "negation") else x[:, j].min()
+        out[f"mean {name}"], out[f"worst {name}"] = float(x[:, j].mean()), float(worst)
+    for n in (1, 2, 3):
+        p = ngram_precision(row["article"], row["summary"], n)
+        out[f"p{n}"] = 1.0 if p is None else p
+    return out
+
+
+def cv_summary_model(rows: Sequence[dict], names: Sequence[str], seed: int) -> list[float | None]:
+    """Out-of-fold values of a logistic regression at the summary level (label: SummEval
+    consistency 5, QAGS every sentence supported; inputs standardised on the training folds)."""
+    from sklearn.linear_model import LogisticRegression
+
+    feats = [None if not r["signals"] else summary_features(r) for r in rows]
+    articles = sorted({r["article_id"] for r in rows})
+    random.Random(seed).shuffle(articles)
+    oof: list[float | None] = [None] * len(rows)
+    for k in range(5):
+        test = set(articles[k::5])
+        train = [i for i, r in enumerate(rows) if r["article_id"] not in test and feats[i]]
+        x = np.array([[feats[i][n] for n in names] for i in train])  # type: ignore[index]
+        y = [
+            int(rows[i]["graded"] >= 5.0) if rows[i]["binary"] is None else rows[i]["binary"]
+            for i in train
+        ]
+        mu, sd = x.mean(0), x.std(0) + 1e-9
+        model = LogisticRegression(C=1.0, max_iter=3000).fit((x - mu) / sd, y)
+        for i, r in enumerate(rows):
+            if r["article_id"] in test and feats[i]:
+                z = (np.array([feats[i][n] for n in names]) - mu) / sd  # type: ignore[index]
+                oof[i] = float(model.decision_function(z[None])[0])
+    return oof
+
+
+def extra_sentence_signals(rows: Sequence[dict]) -> list[list[list[float]]]:
+    """Per summary sentence: (content stems found anywhere in the source, word trigrams found
+    anywhere in the source), read off the same sentences the signals were computed on."""
+    out = []
+    idx, tri, last = None, set(), None
+    for r in rows:
+        if r["article"] != last:
+            idx, last = sup.index_sentences(r["article"]), r["article"]
+            toks = sup.words(r["article"])
+            tri = set(zip(toks, toks[1:], toks[2:], strict=False))
+        rows_out = []
+        for sentence in r.get("our_sentences", []):
+            toks = sup.words(sentence)
+            stems = sup.content_stems(toks)
+            grams = list(zip(toks, toks[1:], toks[2:], strict=False))
+            anywhere = sum(s in idx.postings for s in stems) / len(stems) if stems else 1.0
+            rows_out.append([anywhere, sum(g in tri for g in grams) / len(grams) if grams else 1.0])
+        out.append(rows_out)
+    return out
+
+
+def explore(rows: list[dict]) -> str:
+    """The third round's alternatives, cross-validated like the shipped model (docs/VALIDITY.md)."""
+    names = list(KINDS)
+    lines = [
+        f"Mean over seeds {list(SEEDS)} of each dataset's first metric, out of fold "
+        "(5 folds over articles, datasets pooled):",
+        "",
+        "| variant | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+
+    def row(label: str, per_seed: list[dict[str, float]]) -> None:
+        cells = [f"{statistics.mean(p[n] for p in per_seed):.3f}" for n in names]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+
+    base = [[r[k] for r in rows] for k in ("unigram", "bigram")]
+    row("unigram precision (baseline, no fit)", [per_dataset(rows, base[0])])
+    row("bigram precision (baseline, no fit)", [per_dataset(rows, base[1])])
+
+    def sentence_model(label: str, make: Any) -> None:
+        variant = [dict(r, signals=make(r, k)) for k, r in enumerate(rows)]
+        row(label, [per_dataset(variant, cross_validate(variant, seed=s)[0]) for s in SEEDS])
+
+    extra = extra_sentence_signals(rows)
+    sentence_model("v2: six sentence signals, mean (shipped form)", lambda r, k: r["signals"])
+    sentence_model(
+        "+ content words anywhere in the source",
+        lambda r, k: [x + e[:1] for x, e in zip(r["signals"], extra[k], strict=False)],
+    )
+    sentence_model(
+        "+ trigrams anywhere in the source",
+        lambda r, k: [x + e[1:] for x, e in zip(r["signals"], extra[k], strict=False)],
+    )
+
+    def abstractive(r: dict, k: int) -> list[list[float]]:
+        a = 1.0 - (r["unigram"] if r["unigram"] is not None else 1.0)
+        return [x + [a * v for v in x] + [a] for x in r["signals"]]
+
+    sentence_model("+ each signal × abstractiveness (1 − unigram precision)", abstractive)
+    mean = [f"mean {n}" for n in sup.SIGNALS]
+    worst = [f"worst {n}" for n in sup.SIGNALS]
+    for label, feats in (
+        ("summary-level model: signals' means", mean),
+        ("summary-level model: means + p1, p2, p3", [*mean, "p1", "p2", "p3"]),
+        ("summary-level model: means + worst", mean + worst),
+        ("summary-level model: means + worst + p1, p2, p3", [*mean, *worst, "p1", "p2", "p3"]),
+    ):
+        row(label, [per_dataset(rows, cv_summary_model(rows, feats, s)) for s in SEEDS])
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -326,6 +473,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="extract one dataset into the (single) --cache file and stop",
     )
     parser.add_argument("--fit", action="store_true", help="print constants fit on all the data")
+    parser.add_argument(
+        "--explore", action="store_true", help="cross-validate the alternatives (docs/VALIDITY.md)"
+    )
     args = parser.parse_args(argv)
     if args.cache and all(c.exists() for c in args.cache):
         rows = [r for c in args.cache for r in pickle.loads(c.read_bytes())]
@@ -342,6 +492,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.cache[0].write_bytes(pickle.dumps(rows))
         if args.only:
             return
+    if args.explore:
+        print(explore(rows))
+        return
     oof, lines = cross_validate(rows)
     print("5-fold cross-validation over articles (all datasets pooled), seed 0:")
     print("\n".join(lines))

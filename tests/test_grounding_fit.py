@@ -77,3 +77,32 @@ def test_cross_validation_recovers_a_rule_behind_the_labels(fit: ModuleType) -> 
     for line in lines:
         weights = [float(w) for w in line.split("weights ")[1].split(", intercept")[0].split(", ")]
         assert max(range(6), key=lambda i: weights[i]) == 3, line
+
+
+def test_shipped_values_follow_the_current_constants_not_the_cached_ones(fit: ModuleType) -> None:
+    """A cache keeps the ``shipped`` value of the constants it was extracted under; the report
+    recomputes it from the cached signals with the constants shipped now."""
+    from shared.dimensions import support as sup
+
+    signals = [[0.0, 1.0, 1.0, 0.9, 1.0, 0.0], [2.0, 0.4, 0.2, 0.3, 0.1, 1.0]]
+    rows = [{"signals": signals, "shipped": 0.123}, {"signals": [], "shipped": None}]
+    got = fit.shipped_values(rows)
+    want = sup.combine([sup.support(dict(zip(sup.SIGNALS, x, strict=True))) for x in signals])
+    assert got[0] == pytest.approx(want) and got[0] != 0.123 and got[1] is None
+
+
+def test_summary_features_and_extra_sentence_signals(fit: ModuleType) -> None:
+    row = {
+        "article": "The dog bit the postman on Monday. The postman went home.",
+        "summary": "The dog bit the postman. The cat sang.",
+        "signals": [[0.0, 1.0, 1.0, 0.9, 1.0, 0.0], [1.0, 0.0, 0.0, 0.2, 0.0, 1.0]],
+        "our_sentences": ["The dog bit the postman.", "The cat sang."],
+    }
+    feats = fit.summary_features(row)
+    assert feats["mean similarity"] == pytest.approx(0.55)
+    assert feats["worst similarity"] == pytest.approx(0.2)
+    assert feats["worst items"] == 1.0 and feats["worst negation"] == 1.0
+    assert feats["p1"] == pytest.approx(6 / 8)  # all but "cat" and "sang"
+    (extra,) = fit.extra_sentence_signals([row])
+    assert extra[0] == [1.0, 1.0]  # every content stem and trigram is in the source
+    assert extra[1] == [0.0, 0.0]
