@@ -14,8 +14,9 @@ above it (an HTML comment, invisible on GitHub):
 
 - ``<!-- output: python-above -->``: the stdout of the nearest Python block above it;
 - ``<!-- output: last-command-above -->``: what the last command of the nearest bash block
-  above it prints (stdout and stderr, as a terminal shows them), the whole block run in a temporary folder (``examples`` linked), offline,
-  with ``COLUMNS=200`` (no wrapping) and exit status 0;
+  above it prints (stdout and stderr, as a terminal shows them), the whole block run in a
+  temporary folder (``examples`` linked), offline, with ``COLUMNS=200`` (no wrapping) and
+  exit status 0;
 - ``<!-- recorded: NAME -->``: a measurement that cannot be rerun in a test (a real model, a
   run of minutes, packages that are not dependencies). The visible text just above it must say
   "recorded" or "illustrative", and ``RECORDED[NAME]`` checks its structure (columns, rows,
