@@ -1,11 +1,15 @@
-"""Example DeepEval test file for summary-eval: copy it next to your tests and run
+r"""Example DeepEval test file for summary-eval: copy it next to your tests and run
 
-    DEEPEVAL_FILE_SYSTEM=READ_ONLY deepeval test run test_deepeval_example.py
+    DEEPEVAL_FILE_SYSTEM=READ_ONLY DEEPEVAL_TELEMETRY_OPT_OUT=YES \
+        deepeval test run test_deepeval_example.py
     (or plain: pytest test_deepeval_example.py)
 
-``DEEPEVAL_FILE_SYSTEM=READ_ONLY`` keeps DeepEval from writing ``./.deepeval/`` (its cache and
-last run) into your working folder; ``deepeval test run`` reads it before this file is loaded, so
-give it on the command line (under plain pytest the line below sets it).
+The two switches keep DeepEval from writing ``./.deepeval/`` into your working folder:
+``DEEPEVAL_FILE_SYSTEM=READ_ONLY`` its cache and last run (``deepeval test run`` saves them),
+``DEEPEVAL_TELEMETRY_OPT_OUT=YES`` the empty folder it creates on import while its telemetry is
+on. DeepEval reads them when it is first imported, which ``deepeval test run`` (and DeepEval's
+pytest plugin under plain pytest) does before this file is loaded: a line here would come too
+late, so give them on the command line (docs/deepeval.md, "What DeepEval writes").
 
 It runs offline as shipped: the judge is ``FakeDeepEvalModel``, a DeepEval model backed by
 summary-eval's deterministic fake judge (word overlap, no LLM). To use a real model, set
@@ -17,10 +21,6 @@ summary-eval's deterministic fake judge (word overlap, no LLM). To use a real mo
 from __future__ import annotations
 
 import os
-
-# DeepEval writes its run files into ./.deepeval of the working folder unless told its file
-# system is read-only; set before DeepEval reads its settings (delete the line to keep them)
-os.environ.setdefault("DEEPEVAL_FILE_SYSTEM", "READ_ONLY")
 
 import pytest
 from deepeval import assert_test

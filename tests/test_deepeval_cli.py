@@ -143,3 +143,43 @@ def test_example_runs_under_plain_pytest(workdir: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert set(outcomes(report).values()) == {"passed"} and len(outcomes(report)) == 3
+
+
+def documented_deepeval_commands() -> str:
+    """The bash block of docs/deepeval.md's "With `deepeval test run`" section."""
+    text = (REPO / "docs" / "deepeval.md").read_text(encoding="utf-8")
+    section = text[text.index("### With `deepeval test run`") :]
+    start = section.index("```bash\n") + 8
+    return section[start : section.index("\n```", start)]
+
+
+def test_the_documented_deepeval_test_run_leaves_the_working_folder_clean(tmp_path: Path) -> None:
+    """The docs' commands, as written, in a fresh folder: the run passes and no ``.deepeval``
+    appears there or in the repository. DeepEval reads its switches at import, before the test
+    file loads, so the command line must carry them; the README gives the same line."""
+    commands = documented_deepeval_commands()
+    assert (
+        "DEEPEVAL_FILE_SYSTEM=READ_ONLY DEEPEVAL_TELEMETRY_OPT_OUT=YES deepeval test run"
+        in commands
+    )
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert (
+        "`DEEPEVAL_FILE_SYSTEM=READ_ONLY DEEPEVAL_TELEMETRY_OPT_OUT=YES deepeval test run" in readme
+    )
+    (tmp_path / "examples").symlink_to(REPO / "examples", target_is_directory=True)
+    before = repo_deepeval_files()
+    env = {k: v for k, v in offline_env().items() if k not in ("DEEPEVAL_FILE_SYSTEM",)}
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.run(
+        ["bash", "-c", commands],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Pass Rate: 100.0%" in proc.stdout
+    assert not (tmp_path / ".deepeval").exists(), "deepeval test run wrote .deepeval/ here"
+    assert repo_deepeval_files() == before

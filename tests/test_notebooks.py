@@ -6,7 +6,11 @@ the same guard there (connections only to 127.0.0.1) before the notebook's own c
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import os
+import re
+import sys
 from pathlib import Path
 
 import nbformat
@@ -69,3 +73,41 @@ def test_notebook_runs_offline(path: Path) -> None:
             or "text/html" in output.get("data", {})
         ]
         assert plots, "the SummEval plot produced no output"
+
+
+def declared_distributions() -> set[str]:
+    """The distributions pyproject.toml declares for a notebook reader: the core's and the
+    ``all`` extra's (Ragas and DeepEval), names normalised."""
+    import tomllib
+
+    project = tomllib.loads((NOTEBOOKS[0].parents[1] / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    wanted = [*project["dependencies"], *extras["ragas"], *extras["deepeval"]]
+    return {
+        re.split(r"[<>=!~\[ ;]", spec, maxsplit=1)[0].lower().replace("_", "-") for spec in wanted
+    }
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_imports_only_declared_packages(path: Path) -> None:
+    """Each module a notebook imports is the standard library's, this project's, or comes from
+    a distribution pyproject.toml declares (so a reader's `pip install ".[all]"` has it)."""
+    notebook = nbformat.read(path, as_version=4)
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    modules = set()
+    for tree_node in ast.walk(ast.parse(code)):
+        if isinstance(tree_node, ast.Import):
+            modules |= {alias.name.split(".")[0] for alias in tree_node.names}
+        elif isinstance(tree_node, ast.ImportFrom) and tree_node.module and not tree_node.level:
+            modules.add(tree_node.module.split(".")[0])
+    ours = {"shared", "ragas_ext", "deepeval_ext"}
+    providers = importlib.metadata.packages_distributions()
+    declared = declared_distributions()
+    undeclared = {
+        module: providers.get(module)
+        for module in modules - ours - set(sys.stdlib_module_names)
+        if not {d.lower().replace("_", "-") for d in providers.get(module, [])} & declared
+    }
+    assert not undeclared, (
+        f"{path.name} imports packages pyproject.toml does not declare: {undeclared}"
+    )

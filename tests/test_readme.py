@@ -33,7 +33,6 @@ def test_readme_has_runnable_examples() -> None:
 def test_readme_example_runs_offline(code: str, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env["PYTHONPATH"] = str(ROOT)
-    env["DEEPEVAL_FILE_SYSTEM"] = "READ_ONLY"
     script = tmp_path / "example.py"
     script.write_text(GUARD + code)
     done = subprocess.run(
@@ -46,4 +45,4 @@ def test_readme_example_runs_offline(code: str, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip(), "the example printed nothing"
-    assert not (tmp_path / ".deepeval").exists()  # DEEPEVAL_FILE_SYSTEM=READ_ONLY held
+    assert not (tmp_path / ".deepeval").exists()  # the example keeps DeepEval read-only itself
