@@ -222,6 +222,26 @@ def _cache_problems() -> Iterator[None]:
             )
 
 
+def checked_prices(
+    model: str | None,
+    base_url: str | None,
+    price_in: float | None,
+    price_cached: float | None,
+    price_out: float | None,
+) -> dict[str, float | None]:
+    """The --price-* flags as the judge takes them, checked before any judge is built (either
+    engine): a usage error when they cannot price this model."""
+    prices = {"price_in": price_in, "price_cached": price_cached, "price_out": price_out}
+    try:
+        if any(v is not None for v in prices.values()):
+            from ..pricing import resolve_prices
+
+            resolve_prices(model or "", base_url, **prices)
+    except (TypeError, ValueError) as exc:
+        raise _usage_error(str(exc)) from None
+    return prices
+
+
 MAX_TIMEOUT = 86_400.0
 """Longest --timeout, in seconds (a day): ``inf`` would let one hung call hold the run forever."""
 
@@ -556,14 +576,7 @@ def score(
         )
     except PathProblem as exc:
         raise _usage_error(str(exc)) from None
-    prices = {"price_in": price_in, "price_cached": price_cached, "price_out": price_out}
-    try:
-        if any(v is not None for v in prices.values()):
-            from ..pricing import resolve_prices
-
-            resolve_prices(model or "", base_url, **prices)
-    except (TypeError, ValueError) as exc:
-        raise _usage_error(str(exc)) from None
+    prices = checked_prices(model, base_url, price_in, price_cached, price_out)
     judge, judge_text = build_judge(
         model=model,
         base_url=base_url,

@@ -383,14 +383,7 @@ def score_on_ray(
         )
     except PathProblem as exc:
         raise cli._usage_error(str(exc)) from None
-    prices = {"price_in": price_in, "price_cached": price_cached, "price_out": price_out}
-    try:
-        if any(v is not None for v in prices.values()):
-            from ..pricing import resolve_prices
-
-            resolve_prices(model or "", base_url, **prices)
-    except (TypeError, ValueError) as exc:
-        raise cli._usage_error(str(exc)) from None
+    prices = cli.checked_prices(model, base_url, price_in, price_cached, price_out)
     local_judge, judge_text = cli.build_judge(
         model=model,
         base_url=base_url,
