@@ -20,9 +20,8 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from ._compose import NO_JUDGE
-from ._replies import parse_json_reply, strip_code_fence
-from .judge import validation_summary
+from .judge.replies import parse_json_reply, strip_code_fence
+from .judge.wrappers import validation_summary
 from .options import (
     DEFAULTS,
     OPTION_NAMES,
@@ -32,6 +31,7 @@ from .options import (
     check_names,
     option_help,
 )
+from .pipeline.compose import NO_JUDGE
 from .subscores import (
     DIMENSION_NAMES,
     HEADLINE,

@@ -102,7 +102,7 @@ class SummaryEvaluation(BaseModel):
     def reason_for(self, name: str) -> str:
         """The reason for sub-score ``name`` alone (what a per-sub-score metric reports): its
         value and its own evidence, not the headline's account; ``"score"`` gives ``reason``."""
-        from ._compose import sub_score_reason  # the text is built beside the other reasons
+        from .pipeline.compose import sub_score_reason  # the text is built beside the other reasons
 
         return sub_score_reason(self, name)
 

@@ -93,7 +93,7 @@ def format_usage(usage: Mapping[str, int], dollars: float | None, price_source: 
 def judge_prices(judge: object) -> Any:
     """The :class:`~shared.pricing.Prices` of the user's judge inside any wrappers (None when
     it has none: a judge that is not an OpenAIJudge, or a hosted model without a known price)."""
-    from .judge import base_judge
+    from .judge.wrappers import base_judge
 
     return getattr(base_judge(judge), "prices", None)
 
@@ -110,7 +110,7 @@ async def negotiate_judge(judge: object) -> Any:
     """Let the user's judge find its server's structured mode before the first judging call
     (:meth:`~shared.openai_judge.OpenAIJudge.negotiate`: one tiny probe per server and model,
     remembered); None for a judge that has no such step. Never raises."""
-    from .judge import base_judge
+    from .judge.wrappers import base_judge
 
     negotiate = getattr(base_judge(judge), "negotiate", None)
     if negotiate is None or not inspect.iscoroutinefunction(negotiate):

@@ -36,12 +36,8 @@ from rich.text import Text
 
 from .. import ScoreOptions
 from ..adapter_kit import DEFAULTS, option_help
-from .inputs import Columns, InputError, detect_format, read_rows
-from .judge_wait import InFlightJudge, JudgeActivityColumn, JudgeWaitColumn, in_flight_of
-from .models import load_models
-from .paths import PathProblem, check_run_paths
-from .report import ReportInfo, bill_from_rows, stability_section, write_report
-from .results import (
+from ..runs.inputs import Columns, InputError, detect_format, read_rows
+from ..runs.results import (
     NEEDS_JUDGE,
     STATUS_BAD_INPUT,
     STATUS_OK,
@@ -53,7 +49,11 @@ from .results import (
     score_keys,
     spread_keys,
 )
-from .runner import plan_run, score_rows, stale_reason
+from ..runs.runner import plan_run, score_rows, stale_reason
+from .judge_wait import InFlightJudge, JudgeActivityColumn, JudgeWaitColumn, in_flight_of
+from .models import load_models
+from .paths import PathProblem, check_run_paths
+from .report import ReportInfo, bill_from_rows, stability_section, write_report
 from .table import SHORT_NAMES, results_table
 from .terminal import literal, plain
 
@@ -174,8 +174,8 @@ def build_judge(
         return None, "none (--no-judge)"
     if not (model or base_url or api_key or env_configured):
         return None, "none configured"
-    from ..judge import robust_judge
-    from ..openai_judge import OpenAIJudge
+    from ..judge.openai import OpenAIJudge
+    from ..judge.wrappers import robust_judge
 
     try:
         inner = OpenAIJudge(
@@ -205,7 +205,7 @@ def build_judge(
 def _cache_problems() -> Iterator[None]:
     """An unreadable judge cache is set aside with a warning said here; a database that is not
     ours is a usage error (it is left untouched)."""
-    from ..judge import CacheUnusable, CacheWarning
+    from ..judge.wrappers import CacheUnusable, CacheWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CacheWarning)
@@ -254,7 +254,7 @@ def _in_flags(message: str) -> str:
 
 
 def _limited(judge: Any) -> Any:
-    from ..judge import LimitedJudge, _Wrapper
+    from ..judge.wrappers import LimitedJudge, _Wrapper
 
     while isinstance(judge, _Wrapper):
         if isinstance(judge, LimitedJudge):
@@ -277,10 +277,10 @@ def fit_to_server(
     slots, ``--concurrency`` not given becomes the slot count; a per-call limit too short for
     the longest reply the schemas allow at the measured speed is raised when ``--timeout`` was
     not given (and advised otherwise). Returns the (timeout, concurrency) the run uses."""
-    from ..judge import base_judge
-    from ..openai_judge import FIT_CEILING_S
+    from ..judge.openai import FIT_CEILING_S
+    from ..judge.wrappers import base_judge
     from ..pricing import is_local_url
-    from ..schemas import questions_schema, reply_token_limit, verdicts_schema
+    from ..prompts.schemas import questions_schema, reply_token_limit, verdicts_schema
     from ..usage import negotiate_judge
 
     inner = base_judge(judge)
@@ -748,7 +748,7 @@ def _print_bill(judge: Any) -> str:
     """The run's judge bill, printed and returned (empty without a judge)."""
     if judge is None:
         return ""
-    from ..judge import base_judge
+    from ..judge.wrappers import base_judge
     from .bill import bill_text
 
     inner = base_judge(judge)

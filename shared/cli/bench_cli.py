@@ -18,8 +18,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from ..comparison import DEFAULT_RESAMPLES
-from ..peer_bench import (
+from ..analysis.bench import (
     DEFAULT_ARTICLES,
     DEFAULT_SEED,
     METRICS,
@@ -28,6 +27,7 @@ from ..peer_bench import (
     installed_version,
     labelled_items,
 )
+from ..analysis.comparison import DEFAULT_RESAMPLES
 from .paths import PathProblem, check_run_paths
 
 EXIT_OK, EXIT_METRIC_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

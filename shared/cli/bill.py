@@ -83,7 +83,7 @@ def estimate_run(
     take: every pair counted (``every_row``), or the first :data:`ESTIMATE_ROWS` and the rest
     scaled by their characters."""
     from .. import ascore_summaries
-    from ..openai_judge import SYSTEM_PROMPT
+    from ..judge.openai import SYSTEM_PROMPT
 
     if not pairs:
         return Estimate(0, 0, 0, 0, 0)

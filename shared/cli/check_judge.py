@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..judge_check import acheck_judge, check_reachable
+from ..judge.check import acheck_judge, check_reachable
 from .terminal import literal, plain
 
 err = Console(stderr=True, highlight=False)
@@ -38,7 +38,7 @@ def check_judge_command(
     ] = None,
 ) -> None:
     """Check a judge: reachable, structured mode, context window, latency, a known answer."""
-    from ..openai_judge import OpenAIJudge
+    from ..judge.openai import OpenAIJudge
 
     try:
         # max_tokens: a probe, not a run; a grammar-bound small model may otherwise write on

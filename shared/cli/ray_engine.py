@@ -23,10 +23,10 @@ from typing import Any
 
 from .. import bounded_json
 from ..options import DEFAULTS, OPTION_NAMES, ScoreOptions
-from .inputs import Columns, InputError, InputRow, detect_format, read_rows, row_from_record
+from ..runs.inputs import Columns, InputError, InputRow, detect_format, read_rows, row_from_record
+from ..runs.results import ResultsWriter, Row, columns, read_results, score_keys
+from ..runs.runner import plan_run, stamp_settings
 from .paths import PathProblem, check_run_paths
-from .results import ResultsWriter, Row, columns, read_results, score_keys
-from .runner import plan_run, stamp_settings
 from .terminal import literal
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -211,7 +211,7 @@ def run_ray(
     """Score ``rows`` on Ray (a new local instance, or the cluster at ``ray_address``)."""
     import ray
 
-    from ..distributed import prepare
+    from ..runs.distributed import prepare
 
     keys = score_keys()
     previous = read_parquet_results(output) if is_parquet(output) else read_results(output)
@@ -361,7 +361,7 @@ def score_on_ray(
     options: dict[str, Any] = dict(core)
     if dimensions is not None:
         options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
-    from ..distributed import OpenAIJudgeConfig
+    from ..runs.distributed import OpenAIJudgeConfig
 
     try:  # retries and concurrency shape each actor's judge wrapper; check them alike
         ScoreOptions.from_kwargs({**options, "retries": retries, "concurrency": concurrency})
@@ -405,7 +405,7 @@ def score_on_ray(
     )
     config = None
     if local_judge is not None:
-        from ..judge import base_judge
+        from ..judge.wrappers import base_judge
 
         inner: Any = base_judge(local_judge)
         # a key given by flag travels to the actors; otherwise each reads OPENAI_API_KEY

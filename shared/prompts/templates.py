@@ -410,7 +410,7 @@ def _language_code(code: str) -> str:
 def _language_name(code: str) -> str:
     """The English name of a language code, as the prompts write it; a code without a known
     name is written as the code itself ("the language with code 'xx'")."""
-    from .language import language_name  # the one table of names (imported late: no cycle)
+    from ..language import language_name  # the one table of names (imported late: no cycle)
 
     key = _language_code(code)
     name = language_name(key)

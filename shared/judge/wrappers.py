@@ -29,7 +29,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from .prompts import schema_fingerprint
+from ..prompts import schema_fingerprint
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -205,7 +205,7 @@ def _count_retry(judge: _Wrapper) -> None:
     (``usage["retries"]``, and the row's usage collector)."""
     usage = getattr(_unwrap(judge), "usage", None)
     if isinstance(usage, dict) and "retries" in usage:
-        from .usage import record_usage
+        from ..usage import record_usage
 
         usage["retries"] += 1
         record_usage(retries=1)

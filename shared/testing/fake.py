@@ -30,9 +30,9 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from . import prompts as p
-from . import schemas as sch
-from .judge import JudgeOutputError
+from .. import prompts as p
+from ..judge.wrappers import JudgeOutputError
+from ..prompts import schemas as sch
 
 T = TypeVar("T", bound=BaseModel)
 
