@@ -426,7 +426,7 @@ def run_ours(
 def _deepeval_model(judge: JudgeConfig, counter: UsageCounter) -> Any:
     from deepeval.models import DeepEvalBaseLLM
 
-    from ..adapter_kit import run_sync
+    from ..bridge import run_sync
     from ..judge.openai import OpenAIJudge
 
     inner = OpenAIJudge(
@@ -500,7 +500,7 @@ def run_ragas(
     from ragas.llms import llm_factory
     from ragas.metrics.collections import SummaryScore
 
-    from ..adapter_kit import run_sync
+    from ..bridge import run_sync
 
     options = {"max_tokens": judge.max_tokens} if judge.max_tokens else {}
     llm = llm_factory(judge.model, client=judge.client(counter), **options)

@@ -52,7 +52,7 @@ def check_judge_command(
             max_tokens=512,
         )
     except ValueError as exc:
-        from .app import _in_flags
+        from .terminal import _in_flags
 
         err.print(f"[bold red]error:[/] cannot configure the judge: {literal(_in_flags(str(exc)))}")
         raise typer.Exit(2) from None

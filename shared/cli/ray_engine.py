@@ -327,7 +327,7 @@ def score_on_ray(
 
     import typer
 
-    from . import app as cli
+    from . import common as cli
     from .report import write_report
 
     if engine != "ray":
@@ -423,7 +423,7 @@ def score_on_ray(
         cli.err.print(f"[bold yellow]No judge[/] ({judge_text}). {cli.ENABLE_HINT}")
     if dry_run:  # as on the local engine: the estimate, then no judge call at all
         if local_judge is not None:
-            from ..usage import judge_prices
+            from ..judge.wrappers import judge_prices
             from .bill import estimate_run, estimate_text
 
             pairs = [(r.source, r.summary) for r in rows if r.error is None]

@@ -189,7 +189,7 @@ async def acheck_judge(judge: Any, *, timeout: float = 10.0) -> JudgeCheck:
 
     window_of = getattr(inner, "context_window", None)
     if window_of is not None:
-        from ..pipeline import DEFAULT_CONTEXT_BUDGET
+        from ..options import DEFAULT_CONTEXT_BUDGET
 
         window = await window_of()
         result.context_window = window
@@ -258,6 +258,6 @@ async def acheck_judge(judge: Any, *, timeout: float = 10.0) -> JudgeCheck:
 
 def check_judge(judge: Any, *, timeout: float = 10.0) -> JudgeCheck:
     """Sync wrapper of :func:`acheck_judge`."""
-    from ..pipeline import run_sync
+    from ..bridge import run_sync
 
     return run_sync(lambda: acheck_judge(judge, timeout=timeout))

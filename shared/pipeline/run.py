@@ -50,12 +50,12 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Unpack
 
-from ..adapter_kit import run_sync
+from ..bridge import run_sync
 from ..dimensions import DimensionEvidence, DimensionSettings, build_evidence, unavailable_evidence
 from ..dimensions.batching import BatchAnalysis, SharedAnalyser
 from ..dimensions.nlp import pipeline_id
 from ..judge.check import context_budget_for
-from ..judge.wrappers import CachedJudge, Judge, base_judge
+from ..judge.wrappers import CachedJudge, Judge, base_judge, negotiate_judge, usage_fields
 from ..language import LanguageEvidence, detect, resolve_languages
 from ..options import (
     DEFAULT_CONCURRENCY,
@@ -70,7 +70,7 @@ from ..options import (
 from ..prompts import StyleReview
 from ..result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
 from ..scoring import alignment_ratio, combine_scores, weighted_coverage
-from ..usage import collect_usage, negotiate_judge, usage_fields
+from ..usage import collect_usage
 from .compose import (
     NO_JUDGE,
     compose_reasons,

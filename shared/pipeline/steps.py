@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import prompts as p
-from ..adapter_kit import attached
+from ..bridge import attached
 from ..cache_hints import cache_hint, source_key
 from ..chunking import Part, split_parts
 from ..judge.wrappers import CachedJudge, Judge, base_judge, robust_judge

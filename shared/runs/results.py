@@ -25,8 +25,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from .. import SUB_SCORE_NAMES, SummaryEvaluation, bounded_json
-from ..adapter_kit import JUDGE_ONLY, NO_JUDGE
+from .. import bounded_json
+from ..result import NO_JUDGE, SummaryEvaluation
+from ..subscores import JUDGE_ONLY, SUB_SCORE_NAMES
 from .inputs import allow_large_csv_fields
 
 ResultFormat = Literal["jsonl", "csv"]

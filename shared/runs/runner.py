@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import ScoreOptions, ascore_summary, signature
 from ..language import without_row_language
+from ..options import ScoreOptions
+from ..pipeline import ascore_summary, signature
 from .inputs import InputRow
 from .results import (
     STATUS_BAD_INPUT,
