@@ -84,13 +84,11 @@ from .steps import (
     Route,
     answer_and_grade,
     check_claims,
-    check_claims_at_once,
     prepare_judge,
     reference_questions,
     review_style,
-    review_summary,
-    source_questions,
 )
+from .two_call import check_claims_at_once, review_summary, source_questions
 
 
 async def _dimensions(

@@ -7,14 +7,13 @@ from .fake import (
     FakeJudge,
     JudgeOutputError,
     Scripted,
-    StubURL,
     content_words,
     default_answer,
     language_marker,
     minimal_instance,
     sentences,
-    stub_server,
 )
+from .stub import StubURL, stub_server
 
 __all__ = [
     "FakeJudge",
