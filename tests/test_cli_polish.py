@@ -122,7 +122,8 @@ def test_report_labels_the_second_signature_and_marks_pass_fail() -> None:
 def test_offline_run_says_how_to_add_a_judge_once_and_marks_the_threshold(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli_common, "out", Console(width=120, highlight=False))  # the table prints there
+    # the table prints on the console of shared.cli.common
+    monkeypatch.setattr(cli_common, "out", Console(width=120, highlight=False))
     out = tmp_path / "res.jsonl"
     result = CliRunner().invoke(
         cli_app.app,

@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from ..options import DEFAULT_TIMEOUT
 from ..pricing import Prices, resolve_prices
 from . import stats
 from .agreement import agreement
@@ -274,7 +275,7 @@ def bench(
     price_in: float | None = None,
     price_cached: float | None = None,
     price_out: float | None = None,
-    timeout: float = 120.0,
+    timeout: float = DEFAULT_TIMEOUT,
     max_retries: int = 2,
     max_tokens: int | None = None,
     runners: Mapping[str, Runner] | None = None,

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..options import DEFAULT_TIMEOUT
 from .agreement import _label_id, label_value, parse_mapping, read_labels
 
 METRICS = ("ours", "deepeval", "ragas")
@@ -317,7 +318,7 @@ class JudgeConfig:
     model: str
     base_url: str | None = None
     api_key: str | None = None
-    timeout: float = 120.0
+    timeout: float = DEFAULT_TIMEOUT
     max_retries: int = 2
     max_tokens: int | None = None
     """A bound on each reply for the peers' calls (their schemas have no bounds; a local server's

@@ -27,7 +27,7 @@ MAX_RESAMPLES = 100_000
 """Most bootstrap resamples (and randomization trials) one call runs: beyond, the interval does
 not move and the run only takes longer (``--resamples 1000000000`` ran on and on)."""
 DEFAULT_SEED = 12345
-SUB_SCORES = SUB_SCORE_NAMES
+SUB_SCORES = SUB_SCORE_NAMES  # the old name of SUB_SCORE_NAMES here, kept for one release
 """The sub-scores of the core, in its order; other numeric columns of a results file follow."""
 
 _NOT_SCORES = {"position", *(f"{name}_sd" for name in SUB_SCORE_NAMES)}
@@ -209,7 +209,7 @@ def _number(value: Any) -> float | None:
 
 def score_names(*row_sets: Iterable[Mapping[str, Any]]) -> list[str]:
     """The core's sub-scores, then any other numeric column found in the rows."""
-    names = list(SUB_SCORES)
+    names = list(SUB_SCORE_NAMES)
     for rows in row_sets:
         for row in rows:
             for key, value in row.items():

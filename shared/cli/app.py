@@ -29,9 +29,15 @@ from rich.text import Text
 
 from .. import ScoreOptions
 from ..adapter_kit import DEFAULTS, option_help
+from ..options import RUN_DEFAULTS
 from ..runs.inputs import Columns, InputError, detect_format, read_rows
-from ..runs.results import (
+
+# names app had from elsewhere, kept on it for the tests and callers that read them there
+from ..runs.results import (  # noqa: F401
+    NEEDS_JUDGE,
+    STATUS_BAD_INPUT,
     STATUS_OK,
+    STATUS_UNSCORED,
     ResultsWriter,
     Row,
     detect_result_format,
@@ -69,11 +75,20 @@ from .common import (  # noqa: F401 (the names app had, re-exported)
     out,
     run_report_info,
 )
-from .judge_wait import JudgeActivityColumn, JudgeWaitColumn, in_flight_of
+from .judge_wait import (
+    InFlightJudge,  # noqa: F401
+    JudgeActivityColumn,
+    JudgeWaitColumn,
+    in_flight_of,
+)
 from .models import load_models
 from .paths import PathProblem, check_run_paths
-from .report import ReportInfo, bill_from_rows, write_report
-from .terminal import literal
+from .report import (
+    stability_section,  # noqa: F401
+    write_report,
+)
+from .table import SHORT_NAMES, results_table  # noqa: F401
+from .terminal import _FLAG_WORDS, _in_flags, literal, plain  # noqa: F401
 
 
 def _no_flag_placeholder() -> None:
@@ -215,7 +230,7 @@ def score(
             help="Seconds one judge call may take, its retries included, before it counts as "
             "failed (default 120; raised to fit a slow server's measured speed when not given).",
         ),
-    ] = 120.0,
+    ] = RUN_DEFAULTS.timeout,
     api_key: Annotated[
         str | None, typer.Option(help="The judge server's API key (env OPENAI_API_KEY).")
     ] = None,
@@ -246,7 +261,7 @@ def score(
             callback=_finite,
             help="With --samples k > 1: pass mark for the share of rows that flip.",
         ),
-    ] = 0.5,
+    ] = RUN_DEFAULTS.flip_threshold,
     cache: Annotated[
         Path | None,
         typer.Option(help="SQLite judge cache (default: the user's cache directory)."),
@@ -279,7 +294,9 @@ def score(
     ray_address: Annotated[
         str | None, typer.Option(help="Ray cluster to join (default: start a local Ray).")
     ] = None,
-    actors: Annotated[int, typer.Option(min=1, help="Scoring actors (--engine ray).")] = 2,
+    actors: Annotated[
+        int, typer.Option(min=1, help="Scoring actors (--engine ray).")
+    ] = RUN_DEFAULTS.actors,
 ) -> None:
     """Score every summary of INPUT; write the results file and the HTML report.
 
@@ -291,7 +308,8 @@ def score(
         from .ray_engine import score_on_ray
 
         score_on_ray(
-            **{k: v for k, v in locals().items() if k not in ("ctx", "columns", "score_on_ray")}
+            **{k: v for k, v in locals().items() if k not in ("ctx", "columns", "score_on_ray")},
+            given=frozenset(name for name in ctx.params if _given(ctx, name)),
         )
     try:
         fmt = detect_format(input_path, input_format)
@@ -490,100 +508,15 @@ def score(
     raise typer.Exit(_finish(all_rows, output, report_path, skipped))
 
 
-@app.command("stub-judge")
-def stub_judge_command(
-    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: a free one).")] = 0,
-) -> None:
-    """Serve a fake OpenAI-compatible judge on 127.0.0.1 until Ctrl-C (offline trials, no key).
-
-    Point --base-url (any --model name) of `score`, OpenAIJudge, a Ragas llm_factory client or a
-    DeepEval model at the printed URL. Its answers come from word overlap: for trying the tools,
-    not for measuring summaries.
-    """
-    import threading
-
-    from .stub_judge import serve
-
-    stop = threading.Event()
-
-    def announce(url: str) -> None:
-        out.print(url, soft_wrap=True)
-        err.print(
-            f"Stub judge serving at {url} (fake answers, offline). Try: summary-eval score "
-            f"examples/summaries.jsonl --base-url {url} --model stub --no-cache. Ctrl-C stops it."
-        )
-
-    try:
-        serve(port, announce, stop)
-    except OSError as exc:
-        raise _usage_error(f"cannot serve on port {port}: {exc.strerror or exc}") from None
-    except KeyboardInterrupt:
-        stop.set()
-        err.print("Stub judge stopped.")
-
-
-@app.command("report")
-def report_command(
-    results: Annotated[Path, typer.Argument(help="A results file written by `score`.")],
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="HTML file (default: beside RESULTS).")
-    ] = None,
-    worst: Annotated[int, typer.Option(min=0, help="Worst summaries shown.")] = 10,
-) -> None:
-    """Rebuild the HTML report from a results file (no scoring, no judge)."""
-    try:
-        detect_result_format(results)
-    except ValueError as exc:
-        raise _usage_error(str(exc)) from None
-    try:
-        rows = read_results(results)
-    except ValueError as exc:  # not UTF-8
-        raise _usage_error(str(exc)) from None
-    if not rows:
-        raise _usage_error(f"no result rows in {results}")
-    keys = score_keys()
-    keys += [k for k in _numeric_columns(rows) if k not in keys]
-    judges = sorted(
-        {s.split("|", 1)[0].removeprefix("judge:") for r in rows if (s := r.get("signature"))}
-    )
-    path = output or default_report(results)
-    # rows scored without a judge: the same banner of skipped dimensions as the run's report
-    skipped = _skipped(keys) if judges == ["none"] else []
-    run = next(
-        (r["evidence"]["run"] for r in rows if isinstance(r["evidence"].get("run"), dict)), {}
-    )  # the input and command recorded by the run that wrote the first such row
-    info = ReportInfo(
-        input_path=str(run.get("input") or ""),
-        results_path=str(results),
-        judge=", ".join(judges) or "unknown",
-        skipped=skipped,
-        enable_hint=ENABLE_HINT if skipped else "",
-        command=str(run.get("command") or ""),
-        bill=bill_from_rows(rows),
-    )
-    write_report(path, rows, keys, info, worst=worst)
-    err.print(f"Report: {literal(path)}")
-
-
-def plan_signature_of(previous: list[Row], row_id: str) -> str:
-    """The signature an earlier run gave row ``row_id`` (for the refusal message)."""
-    return next((str(r.get("signature")) for r in previous if str(r.get("id")) == row_id), "")
-
-
-def _numeric_columns(rows: list[Row]) -> list[str]:
-    skip = {"position", *spread_keys()}
-    seen: dict[str, None] = {}
-    for row in rows:
-        for key, value in row.items():
-            if key not in skip and isinstance(value, float):
-                seen.setdefault(key)
-    return list(seen)
-
-
 def _register_extra_commands() -> None:
-    """``compare``, ``agree`` and ``check-judge`` live in their own modules (they score nothing)."""
+    """``stub-judge``, ``report``, ``compare``, ``agree``, ``check-judge`` and ``bench`` live in
+    their own modules (they score nothing)."""
     from .check_judge import check_judge_command
     from .compare_cli import register
+    from .report_cli import report_command, stub_judge_command
+
+    app.command("stub-judge")(stub_judge_command)
+    app.command("report")(report_command)
 
     register(app)
     app.command("check-judge")(check_judge_command)

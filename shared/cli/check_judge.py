@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..judge.check import acheck_judge, check_reachable
+from ..options import DEFAULT_TIMEOUT
 from .terminal import literal, plain
 
 err = Console(stderr=True, highlight=False)
@@ -32,7 +33,9 @@ def check_judge_command(
     model: Annotated[
         str | None, typer.Option(help="Judge model (env OPENAI_MODEL, else gpt-4o-mini).")
     ] = None,
-    timeout: Annotated[float, typer.Option(min=1, help="Seconds one judge call may take.")] = 120.0,
+    timeout: Annotated[
+        float, typer.Option(min=1, help="Seconds one judge call may take.")
+    ] = DEFAULT_TIMEOUT,
     api_key: Annotated[
         str | None, typer.Option(help="The judge server's API key (env OPENAI_API_KEY).")
     ] = None,

@@ -20,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from ..options import DEFAULT_TIMEOUT
 from ..runs.results import (
     NEEDS_JUDGE,
     STATUS_BAD_INPUT,
@@ -79,7 +80,7 @@ def build_judge(
     retries: int,
     concurrency: int,
     cache: Path | None,
-    timeout: float = 120.0,
+    timeout: float = DEFAULT_TIMEOUT,
     api_key: str | None = None,
     prices: dict[str, float | None] | None = None,
     check: bool = True,

@@ -283,6 +283,18 @@ def run_ray(
     return all_rows
 
 
+def core_options(
+    core: dict[str, Any], dimensions: str | None, given: frozenset[str]
+) -> dict[str, Any]:
+    """The core's options as the local engine passes them: every core flag's value, the
+    dimension list when given, and ``context_budget`` only when the user gave it, so each actor's
+    core fits the budget to the judge server's context window as the local engine's does."""
+    options = {k: v for k, v in core.items() if k != "context_budget" or k in given}
+    if dimensions is not None:
+        options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
+    return options
+
+
 def score_on_ray(
     *,
     engine: str,
@@ -316,10 +328,12 @@ def score_on_ray(
     price_cached: float | None = None,
     price_out: float | None = None,
     dry_run: bool = False,
+    given: frozenset[str] = frozenset(),
     **core: Any,
 ) -> None:
     """The ``score`` command on the Ray engine: same checks, outputs and exit status as local.
 
+    ``given``: the flags the user gave (the others hold their defaults).
     ``core``: the flags of the core's options (n, beta, samples…, declared in
     :mod:`shared.options`), passed to the scorer as given, as the local engine does; any other
     flag is one this engine does not know yet, and is refused rather than ignored.
@@ -358,9 +372,7 @@ def score_on_ray(
     if unknown:
         flags = ", ".join("--" + name.replace("_", "-") for name in unknown)
         raise cli._usage_error(f"the ray engine does not support {flags} yet")
-    options: dict[str, Any] = dict(core)
-    if dimensions is not None:
-        options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
+    options = core_options(core, dimensions, given)
     from ..runs.distributed import OpenAIJudgeConfig
 
     try:  # retries and concurrency shape each actor's judge wrapper; check them alike

@@ -33,18 +33,22 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .evidence import GroundingEvidence, GroundingItem
-from .items import (
+from .items import (  # noqa: F401 (moved)
     _MONTHS,
     _STOP,
     _WEEKDAYS,
     DATE_LABELS,
     NAME_LABELS,
+    NUMBER_LABELS,
     CheckItem,
+    Quantity,
     SourceIndex,
     _tokens,
     index_source,
     norm_word,
+    number_items,
     scan_quantities,
+    summary_items,
 )
 from .nlp import DEFAULT_SPACY_MODEL, load_pipeline
 from .support import SentenceParse, index_sentences, score_sentences

@@ -50,6 +50,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ..cache_hints import current_cache_hint, request_fields
+from ..options import DEFAULT_TIMEOUT
 from ..pricing import Prices, resolve_prices
 from ..prompts.schemas import reply_token_limit
 from ..usage import new_usage, outside_collectors, record_usage
@@ -118,7 +119,7 @@ class OpenAIJudge:
             "auto"
         ),
         extra_body: dict[str, Any] | None = None,
-        timeout: float = 120.0,
+        timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = 4,
         client: Any | None = None,
         price_in: float | None = None,

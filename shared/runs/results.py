@@ -111,7 +111,7 @@ def evaluation_row(
     }
 
 
-NEEDS_JUDGE: tuple[str, ...] = JUDGE_ONLY
+NEEDS_JUDGE: tuple[str, ...] = JUDGE_ONLY  # the name the CLI reads; one set, JUDGE_ONLY
 """The columns only a judge fills (non_redundancy falls back to its deterministic part); from
 :data:`shared.subscores.SUB_SCORES`."""
 

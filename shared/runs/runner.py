@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..language import without_row_language
 from ..options import ScoreOptions
 from ..pipeline import ascore_summary, signature
+from ..signature import Signature
 from .inputs import InputRow
 from .results import (
     STATUS_BAD_INPUT,
@@ -112,11 +112,14 @@ def expected_signature(judge: object, options: Mapping[str, Any]) -> str:
     return signature(judge, ScoreOptions.from_kwargs(dict(options)))
 
 
-def accepted_signatures(judge: object, options: Mapping[str, Any]) -> tuple[str, str]:
-    """The signatures a finished row may carry to be resumed: the plain one, and the one of a
-    row whose long source was chunked."""
+def accepted_signatures(judge: object, options: Mapping[str, Any]) -> tuple[Signature, Signature]:
+    """The run parts a finished row's signature may have to be resumed: the plain one, and the
+    one of a row whose long source was chunked."""
     opts = ScoreOptions.from_kwargs(dict(options))
-    return signature(judge, opts), signature(judge, opts, long=True)
+    return (
+        Signature.parse(signature(judge, opts)),
+        Signature.parse(signature(judge, opts, long=True)),
+    )
 
 
 def plan_run(
@@ -159,7 +162,7 @@ def plan_run(
         ):
             recorded = recorded_settings(old)
             same = recorded is None or recorded == plan.settings  # None: an older file
-            if same and without_row_language(str(old.get("signature"))) in accepted:
+            if same and Signature.parse(str(old.get("signature"))).run in accepted:
                 plan.kept[row.id] = old
                 continue
             plan.stale.append(row.id)
