@@ -24,7 +24,14 @@ from typing import Any
 from .. import bounded_json
 from ..options import DEFAULTS, OPTION_NAMES, ScoreOptions
 from ..runs.inputs import Columns, InputError, InputRow, detect_format, read_rows, row_from_record
-from ..runs.results import ResultsWriter, Row, columns, read_results, score_keys
+from ..runs.results import (
+    ResultsWriter,
+    Row,
+    columns,
+    detect_result_format,
+    read_results,
+    score_keys,
+)
 from ..runs.runner import plan_run, stamp_settings
 from .paths import PathProblem, check_run_paths
 from .terminal import literal
@@ -362,7 +369,7 @@ def score_on_ray(
     output = output or cli.default_output(input_path)
     if not is_parquet(output):
         try:
-            cli.detect_result_format(output)
+            detect_result_format(output)
         except ValueError:
             raise cli._usage_error(
                 f"results file must end in .jsonl, .csv or .parquet, got {output.name!r}"
