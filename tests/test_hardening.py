@@ -363,7 +363,14 @@ def test_stub_judge_command_serves_ours_and_the_peers_schemas_until_interrupted(
     proc = subprocess.Popen(
         [sys.executable, "-m", "shared.cli", "stub-judge"],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(Path.cwd())},
+        # DeepEval's read-only switch (the docs set it) makes DeepEval print a notice on import:
+        # it must not come before the URL on stdout
+        env={
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": str(Path.cwd()),
+            "DEEPEVAL_FILE_SYSTEM": "READ_ONLY",
+        },
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

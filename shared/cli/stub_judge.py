@@ -9,7 +9,9 @@ valid answers, so a side-by-side run completes offline; those numbers carry no m
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import sys
 import threading
 from collections.abc import Callable
 
@@ -38,7 +40,10 @@ def peer_schemas() -> list[type[BaseModel]]:
     found: list[type[BaseModel]] = []
     for module_name, names in PEER_SCHEMAS.items():
         try:
-            module = importlib.import_module(module_name)
+            # stdout carries the URL, the line scripts read: a framework's import-time notice
+            # (DeepEval prints one under DEEPEVAL_FILE_SYSTEM=READ_ONLY) goes to stderr
+            with contextlib.redirect_stdout(sys.stderr):
+                module = importlib.import_module(module_name)
         except ImportError:
             continue
         found += [getattr(module, name) for name in names if hasattr(module, name)]
