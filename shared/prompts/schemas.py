@@ -45,6 +45,13 @@ REASON_CHARS = 150
 """'One short sentence' explaining a verdict, grade or vague sentence."""
 QUOTE_CHARS = 300
 """The source passage a verdict rests on: one sentence, with room for a long one."""
+CHECK_QUOTE_WORDS = 25
+"""The two-call claim check asks for the shortest source passage that supports or contradicts a
+claim, at most this many words (the step path's verify call still asks for a whole passage)."""
+CHECK_QUOTE_CHARS = 160
+"""The two-call claim check's quote: :data:`CHECK_QUOTE_WORDS` words of English run about 150
+characters (about 6 a word with the space); a separate bound from :data:`QUOTE_CHARS` so the step
+path's schemas, and its prompt hash, stay as they are."""
 CLAIM_CHARS = 200
 """'A short self-contained sentence that states exactly one fact'."""
 POINT_CHARS = 100
@@ -213,11 +220,17 @@ class StyleReview(ReplySchema):
 
 
 class CheckedClaim(ReplySchema):
+    """One claim of the two-call check. The verdict comes before the reason, so the reason
+    justifies a verdict already given and is asked for only where a reader needs it (an
+    unsupported claim); the quote is the shortest passage that decides the verdict. Both keep the
+    reply short: completion tokens are most of a hosted judge's bill and of a local one's time."""
+
     claim: _text(CLAIM_CHARS, 1) = Field(description="One atomic factual claim of the summary.")
     verdict: Verdict
-    reason: _text(REASON_CHARS) = Field(description="One short sentence explaining the verdict.")
-    quote: _text(QUOTE_CHARS) = Field(
-        default="", description="The source passage the verdict rests on."
+    reason: _text(REASON_CHARS) = Field(description="One short sentence; empty if supported.")
+    quote: _text(CHECK_QUOTE_CHARS) = Field(
+        default="",
+        description=f"The shortest deciding source passage, <= {CHECK_QUOTE_WORDS} words.",
     )
 
 
@@ -229,7 +242,7 @@ class GradedAnswer(ReplySchema):
     index: int = Field(ge=1, le=MAX_ITEMS, description="The number of the question answered.")
     answer: _text(ANSWER_CHARS) = Field(description='The answer from the summary alone, or "idk".')
     grade: int = Field(ge=0, le=5, description="0 = wrong or missing, 5 = fully equivalent.")
-    reason: _text(REASON_CHARS) = Field(default="", description="One short sentence.")
+    reason: _text(REASON_CHARS) = Field(default="", description="One short sentence; empty for 5.")
 
 
 class SummaryReview(ReplySchema):

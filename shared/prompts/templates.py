@@ -36,6 +36,7 @@ from pydantic import BaseModel
 # The classes live in shared/schemas.py (bounded, per-call variants); they are re-exported here
 # so that ``prompts.GeneratedQuestions`` etc. stay where callers and tests look for them.
 from .schemas import (
+    CHECK_QUOTE_WORDS,
     AnswerGrade,  # noqa: F401 (re-exported)
     AnswerGrades,
     CheckedClaims,
@@ -90,7 +91,7 @@ def _template(role: str, task: str, blocks: Sequence[str], reply: str) -> str:
     return "\n\n".join(parts)
 
 
-def _verdict_rules(evidence: str, plural: bool, basis: str, quoted: str) -> str:
+def _verdict_definitions(evidence: str, plural: bool, basis: str) -> str:
     """The three verdicts, defined against ``evidence`` (the full source, or passages of it)."""
     s = "" if plural else "s"
     implies = "imply" if plural else "implies"
@@ -99,7 +100,14 @@ def _verdict_rules(evidence: str, plural: bool, basis: str, quoted: str) -> str:
         f'- "contradicted": {evidence} state{s} something incompatible with it;\n'
         f'- "not_in_source": {evidence} neither state{s} nor {implies} it (including plausible '
         "extra detail).\n"
-        f"Give a one-sentence reason and quote {quoted} your verdict rests on (empty if none).\n"
+    )
+
+
+def _verdict_rules(evidence: str, plural: bool, basis: str, quoted: str) -> str:
+    """The step-by-step verdict rules: the definitions, a reason and a quote for every claim."""
+    return (
+        _verdict_definitions(evidence, plural, basis)
+        + f"Give a one-sentence reason and quote {quoted} your verdict rests on (empty if none).\n"
         "Judge every claim; do not use outside knowledge."
     )
 
@@ -319,7 +327,10 @@ that states exactly one fact (resolve pronouns; keep numbers, names and dates ex
 Do not add facts and do not skip any. Statements with no factual content (greetings, opinions
 about the text itself) are not claims. Then decide for each claim from the source alone:
 """
-    + _verdict_rules("the source", False, "the source", "the source passage"),
+    + _verdict_definitions("the source", False, "the source")
+    + f"""Quote the shortest source passage that decides it (at most {CHECK_QUOTE_WORDS} words; empty for
+not_in_source); give a one-sentence reason only if it is not supported (else empty).
+Judge every claim.""",
     ["summary_block"],
     """Reply with JSON, one entry per claim, in the summary's order:
 {{"claims": [{{"claim": "...", "verdict": "supported|contradicted|not_in_source", "reason": "...", "quote": "..."}}]}}
@@ -333,7 +344,7 @@ the answer from the reference: it is there only for grading. Then grade how much
 reference's information your answer conveys correctly:
 5 = equivalent; 4 = nearly all, minor detail missing; 3 = the main point with notable gaps;
 2 = partly right; 1 = barely related; 0 = wrong, contradictory, missing or "idk".
-Give a one-sentence reason for the grade."""
+Give a one-sentence reason only for a grade below 5 (else empty)."""
 
 _STYLE_TASK = """The summary is also given as numbered sentences.
 

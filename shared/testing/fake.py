@@ -167,6 +167,9 @@ class FakeJudge:
                 for item, grade in enumerate(graded or ()):
                     if isinstance(getattr(grade, "grade", None), int):
                         grade.grade = max(0, grade.grade - (seed + item) % 3)
+                        if grade.grade < 5 and not getattr(grade, "reason", "x"):
+                            # a 5 lowered by the seed: the review prompt wants a reason below 5
+                            grade.reason = language_marker(prompt) + "sampled grade"
             return answer
         if callable(scripted) and not isinstance(scripted, type | BaseModel):
             scripted = scripted(prompt)
@@ -319,9 +322,10 @@ def _verify_claims(prompt: str) -> dict:
 
 def _check_claims(prompt: str) -> dict:
     """The two-call claim check: the claims of :func:`_extract_claims`, each with the verdict of
-    :func:`_verify_claims`."""
+    :func:`_verify_claims`, written as that prompt asks: a reason only for an unsupported claim
+    and a short quote (see :func:`_verdicts`, ``short``)."""
     claims = _extract_claims(prompt)["claims"]
-    verdicts = _verdicts(_source_text(prompt), claims, language_marker(prompt))
+    verdicts = _verdicts(_source_text(prompt), claims, language_marker(prompt), short=True)
     return {
         "claims": [
             {"claim": claim, **{k: v for k, v in verdict.items() if k != "index"}}
@@ -330,7 +334,26 @@ def _check_claims(prompt: str) -> dict:
     }
 
 
-def _verdicts(source: str, claims: Sequence[str], mark: str) -> list[dict]:
+def _short_quote(sentence: str, claim_words: Sequence[str]) -> str:
+    """The quote the two-call check asks for: the source sentence when it has at most
+    :data:`~shared.prompts.schemas.CHECK_QUOTE_WORDS` words, else the window of that many words
+    holding most of the claim's words (the first such), cut to the schema's bound. Never shorter
+    than the prompt allows: a whole sentence or a full window, not just the matching words."""
+    words = sentence.split()
+    limit = sch.CHECK_QUOTE_WORDS
+    if len(words) > limit:
+        wanted = set(claim_words)
+        hits = [sum(w in wanted for w in content_words(word)) for word in words]
+        start = max(range(len(words) - limit + 1), key=lambda i: sum(hits[i : i + limit]))
+        sentence = " ".join(words[start : start + limit])
+    return _clip(sentence, sch.CHECK_QUOTE_CHARS)
+
+
+def _verdicts(source: str, claims: Sequence[str], mark: str, *, short: bool = False) -> list[dict]:
+    """One verdict per claim from word overlap. The step path's verify call (``short`` False)
+    asks for a reason and the quoted source sentence for every claim; the two-call check
+    (``short``) for a reason only when the claim is not supported and a quote of at most
+    :data:`~shared.prompts.schemas.CHECK_QUOTE_WORDS` words."""
     source_words = set(content_words(source))
     source_sentences = sentences(source)
     source_numbers = set(re.findall(r"\d+(?:\.\d+)?", source))
@@ -347,14 +370,12 @@ def _verdicts(source: str, claims: Sequence[str], mark: str) -> list[dict]:
         else:
             verdict, reason = "not_in_source", f"only {share:.0%} of its words appear in the source"
             quote = ""
-        verdicts.append(
-            {
-                "index": i,
-                "verdict": verdict,
-                "reason": _clip(mark + reason, sch.REASON_CHARS),
-                "quote": _clip(quote, sch.QUOTE_CHARS),
-            }
-        )
+        if short:
+            reason = "" if verdict == "supported" else _clip(mark + reason, sch.REASON_CHARS)
+            quote = _short_quote(quote, words) if quote else ""
+        else:
+            reason, quote = _clip(mark + reason, sch.REASON_CHARS), _clip(quote, sch.QUOTE_CHARS)
+        verdicts.append({"index": i, "verdict": verdict, "reason": reason, "quote": quote})
     return verdicts
 
 
@@ -390,7 +411,8 @@ def _grade_answers(prompt: str) -> dict:
 def _review_summary(prompt: str) -> dict:
     """The two-call summary review: each item answered from the SUMMARY block as
     :func:`_answer_from_summary` does and graded against its reference as :func:`_grade_answers`
-    does ("idk" = 0), plus :func:`_review_style` when the prompt has a SENTENCES block."""
+    does ("idk" = 0), with a reason only for a grade below 5 (as the prompt asks), plus
+    :func:`_review_style` when the prompt has a SENTENCES block."""
     summary_sentences = sentences(p.read_block(prompt, "SUMMARY") or "")
     mark = language_marker(prompt)
     answers = []
@@ -400,7 +422,8 @@ def _review_summary(prompt: str) -> dict:
         answer = _clip(mark + best, sch.ANSWER_CHARS) if hits else "idk"
         share = _overlap(content_words(item.get("reference", "")), set(content_words(answer)))
         grade = round(5 * share) if hits else 0
-        reason = _clip(f"{mark}{share:.0%} of the reference", sch.REASON_CHARS)
+        # the prompt asks for a reason only below 5
+        reason = _clip(f"{mark}{share:.0%} of the reference", sch.REASON_CHARS) if grade < 5 else ""
         answers.append({"index": i, "answer": answer, "grade": grade, "reason": reason})
     out: dict[str, Any] = {"answers": answers}
     if p.read_block(prompt, "SENTENCES") is not None:
