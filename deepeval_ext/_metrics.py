@@ -265,7 +265,8 @@ def _evidence_steps(evaluation: SummaryEvaluation) -> list[str]:
         f"{i}. [importance {q.importance}] {q.question}\n"
         f"   reference: {q.reference_answer}\n"
         + (
-            f"   summary: {q.summary_answer} -> grade {q.grade}/5 ({q.grade_reason})"
+            f"   summary: {q.summary_answer} -> grade {q.grade}/5"
+            + (f" ({q.grade_reason})" if q.grade_reason else "")
             if q.counted
             else "   not counted: the source does not answer it"
         )

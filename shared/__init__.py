@@ -10,7 +10,10 @@ helpers) are internal.
 """
 
 from ._version import __version__
-from .comparison import Comparison, SubScoreComparison, UnpairedError, compare
+from .analysis.agreement import Agreement, agreement
+from .analysis.bench import BenchResult, bench
+from .analysis.comparison import Comparison, SubScoreComparison, UnpairedError, compare
+from .analysis.stability import FlipRate, SubScoreStability, flip_rate, stability
 from .dimensions import (
     DIMENSIONS,
     DimensionEvidence,
@@ -18,8 +21,9 @@ from .dimensions import (
     MiniLMEmbedder,
     MissingSpacyModelError,
 )
-from .human_agreement import Agreement, agreement
-from .judge import (
+from .judge.check import JudgeCheck, acheck_judge, check_judge
+from .judge.openai import OpenAIJudge
+from .judge.wrappers import (
     CachedJudge,
     Judge,
     JudgeFailed,
@@ -30,9 +34,7 @@ from .judge import (
     ValidatingJudge,
     robust_judge,
 )
-from .judge_check import JudgeCheck, acheck_judge, check_judge
 from .language import SPACY_MODELS, LanguageEvidence, detect_language, language_name
-from .openai_judge import OpenAIJudge
 from .options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_CONTEXT_BUDGET,
@@ -42,7 +44,6 @@ from .options import (
     ScoreOptionsKwargs,
     UserQuestion,
 )
-from .peer_bench import BenchResult, bench
 from .pipeline import (
     ascore_summaries,
     ascore_summary,
@@ -52,7 +53,6 @@ from .pipeline import (
 )
 from .result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
 from .scoring import alignment_ratio, combine_scores, f_beta, weighted_coverage
-from .stability import FlipRate, SubScoreStability, flip_rate, stability
 from .subscores import DIMENSION_NAMES, NO_LLM_SUB_SCORES, SUB_SCORE_NAMES, SUB_SCORES, SubScore
 
 __all__ = [

@@ -1,39 +1,9 @@
-"""Reading a judge's text reply: the one code-fence stripper and the one strict JSON parser.
-
-Internal: users and adapters reach these through :mod:`shared.adapter_kit`; the OpenAI judge
-and the DeepEval adapter both parse through here, so a reply is accepted or refused alike.
+"""Moved to :mod:`shared.judge.replies`;
+``shared._replies`` is the same module object, kept for one release.
 """
 
-from __future__ import annotations
+import sys
 
-import re
-from typing import TypeVar
+from .judge import replies as _moved
 
-from pydantic import BaseModel, ValidationError
-
-from .judge import JudgeOutputError
-
-T = TypeVar("T", bound=BaseModel)
-
-_FENCE = re.compile(r"^```(?:json|JSON)?\s*(.*?)\s*```$", re.DOTALL)
-
-
-def strip_code_fence(text: str) -> str:
-    """``text`` without surrounding whitespace and one enclosing ```json fence, if any."""
-    text = text.strip()
-    fenced = _FENCE.match(text)
-    return fenced.group(1) if fenced else text
-
-
-def parse_json_reply(content: str, schema: type[T]) -> T:
-    """Parse a model's text reply into ``schema``; code fences are tolerated, nothing else is."""
-    text = strip_code_fence(content)
-    try:
-        return schema.model_validate_json(text)
-    except ValidationError as exc:
-        snippet = text if len(text) <= 200 else text[:200] + "…"
-        raise JudgeOutputError(
-            f"reply is not valid {schema.__name__} JSON: {exc.errors()[0]['msg']}"
-            f" (reply: {snippet!r})",
-            content,
-        ) from exc
+sys.modules[__name__] = _moved

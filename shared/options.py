@@ -76,6 +76,31 @@ DeepEval's 20 concurrent test cases do. At 32 the calls over the limit waited a 
 their replies landed on the last round's: measured 0.77x DeepEval's wall time, 0.75x at 64
 (docs/PERFORMANCE.md). Lower it for rate-limited APIs."""
 
+DEFAULT_TIMEOUT = 120.0
+"""Seconds one judge call may take, its retries included, before it counts as failed."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How a run over many rows goes, beside the options that change a score: they are in no
+    signature and no cache key. Declared once here; the CLI's flags, the judge client, the bench
+    and the report take their defaults from this class."""
+
+    timeout: float = DEFAULT_TIMEOUT
+    """Seconds one judge call may take (raised to fit a slow server's speed when not given)."""
+    threshold: float | None = None
+    """Pass mark of the table and report (None: no pass/fail column)."""
+    flip_threshold: float = 0.5
+    """With samples k > 1: pass mark for the share of rows that flip."""
+    actors: int = 2
+    """Scoring actors of the Ray engine."""
+    concurrency: int = DEFAULT_CONCURRENCY
+    """Rows scored at once, and judge calls in flight at most."""
+
+
+RUN_DEFAULTS = RunSettings()
+
+
 JUDGE_PATHS = ("two-call", "steps")
 DEFAULT_JUDGE_PATH = "two-call"
 """How the judge is asked (docs/DESIGN.md, "How the judge is asked"). ``two-call``: one call per
@@ -437,10 +462,13 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "DEFAULT_CONTEXT_BUDGET",
     "DEFAULT_N",
+    "DEFAULT_TIMEOUT",
     "MAX_SAMPLES",
     "MIN_CONTEXT_BUDGET",
     "OPTION_NAMES",
+    "RUN_DEFAULTS",
     "OptionFields",
+    "RunSettings",
     "ScoreOptions",
     "ScoreOptionsKwargs",
     "UserQuestion",

@@ -8,8 +8,15 @@ from pydantic import BaseModel, Field, model_validator
 
 from .dimensions.evidence import DimensionEvidence
 from .language import LanguageEvidence
-from .prompts import Verdict
+from .prompts.schemas import Verdict
+from .reasons import sub_score_reason
 from .subscores import SUB_SCORE_NAMES
+
+NO_JUDGE = (
+    "no judge: alignment, coverage and the score need a judge (none was given); "
+    "only the deterministic dimensions were computed"
+)
+"""The ``error`` of an evaluation made without a judge."""
 
 
 class QuestionEvidence(BaseModel):
@@ -102,8 +109,6 @@ class SummaryEvaluation(BaseModel):
     def reason_for(self, name: str) -> str:
         """The reason for sub-score ``name`` alone (what a per-sub-score metric reports): its
         value and its own evidence, not the headline's account; ``"score"`` gives ``reason``."""
-        from ._compose import sub_score_reason  # the text is built beside the other reasons
-
         return sub_score_reason(self, name)
 
     def spread_columns(self) -> dict[str, float | None]:

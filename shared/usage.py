@@ -21,10 +21,8 @@ cache costs nothing and counts nothing.
 from __future__ import annotations
 
 import contextvars
-import inspect
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
 
 USAGE_KEYS = ("calls", "retries", "prompt_tokens", "cached_tokens", "completion_tokens")
 
@@ -88,34 +86,3 @@ def format_usage(usage: Mapping[str, int], dollars: float | None, price_source: 
         f"({usage.get('cached_tokens', 0):,} cached), "
         f"{usage.get('completion_tokens', 0):,} completion tokens, {money}"
     )
-
-
-def judge_prices(judge: object) -> Any:
-    """The :class:`~shared.pricing.Prices` of the user's judge inside any wrappers (None when
-    it has none: a judge that is not an OpenAIJudge, or a hosted model without a known price)."""
-    from .judge import base_judge
-
-    return getattr(base_judge(judge), "prices", None)
-
-
-def usage_fields(judge: object, usage: Usage) -> dict[str, Any]:
-    """A result's ``usage`` and ``cost`` (US$, None when no price is known) for one row."""
-    if judge is None:
-        return {}
-    prices = judge_prices(judge)
-    return {"usage": dict(usage), "cost": prices.cost(usage) if prices is not None else None}
-
-
-async def negotiate_judge(judge: object) -> Any:
-    """Let the user's judge find its server's structured mode before the first judging call
-    (:meth:`~shared.openai_judge.OpenAIJudge.negotiate`: one tiny probe per server and model,
-    remembered); None for a judge that has no such step. Never raises."""
-    from .judge import base_judge
-
-    negotiate = getattr(base_judge(judge), "negotiate", None)
-    if negotiate is None or not inspect.iscoroutinefunction(negotiate):
-        return None
-    try:
-        return await negotiate()
-    except Exception:  # a probe, not a judging call: the first real call reports the problem
-        return None

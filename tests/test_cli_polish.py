@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from shared import SUB_SCORE_NAMES
 from shared.cli import app as cli_app
+from shared.cli import common as cli_common
 from shared.cli.judge_wait import InFlightJudge, JudgeWaitColumn, in_flight_of, waiting_text
 from shared.cli.models import load_models, models_to_load
 from shared.cli.report import ReportInfo, render_report, signature_label
@@ -121,7 +122,8 @@ def test_report_labels_the_second_signature_and_marks_pass_fail() -> None:
 def test_offline_run_says_how_to_add_a_judge_once_and_marks_the_threshold(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli_app, "out", Console(width=120, highlight=False))
+    # the table prints on the console of shared.cli.common
+    monkeypatch.setattr(cli_common, "out", Console(width=120, highlight=False))
     out = tmp_path / "res.jsonl"
     result = CliRunner().invoke(
         cli_app.app,

@@ -272,3 +272,37 @@ def test_cli_ray_engine_passes_every_core_option_like_local(local_ray, tmp_path:
                 assert mine_ev == want_ev, (want["id"], column)
                 continue
             assert mine.get(column) == want[column], (want["id"], column)
+
+
+def test_cli_ray_engine_fits_the_context_budget_to_the_servers_window(
+    local_ray, tmp_path: Path
+) -> None:
+    """As on the local engine (tests/test_cli.py): without --context-budget the actors' core
+    fits the budget to a server that publishes its window; a given budget is kept."""
+    from typer.testing import CliRunner
+
+    from shared.cli.app import app
+    from shared.cli.results import read_results
+
+    text = " ".join(
+        f"In year {1900 + i} the council of Harwick approved budget line {i} for road works."
+        for i in range(400)
+    )  # about 6,000 estimated tokens: within the default budget, not within 4,096
+    inputs = tmp_path / "in.jsonl"
+    row = {"id": "r1", "source": text, "summary": "The council approved budget lines."}
+    inputs.write_text(json.dumps(row) + "\n")
+
+    def run(url: str, name: str, *flags: str) -> dict[str, Any]:
+        out = tmp_path / f"{name}.jsonl"
+        args = ["score", str(inputs), "-o", str(out), "--engine", "ray", "--no-cache"]
+        args += ["--no-report", "--dimensions", "density", "--base-url", url]
+        args += ["--model", "fake-judge", "--concurrency", "4", *flags]
+        result = CliRunner().invoke(app, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return read_results(out)[0]
+
+    with stub_server(context_window=4_096) as url:
+        fitted = run(url, "fitted")
+        given = run(url, "given", "--context-budget", "3000")
+    assert "|budget:2048|" in fitted["signature"]
+    assert "|budget:3000|" in given["signature"]

@@ -234,3 +234,16 @@ def test_every_surface_reports_every_sub_score() -> None:
     assert set(SUB_SCORE_NAMES) <= set(SummaryEvaluation.model_fields)
     assert typing.get_args(DimensionName) == DIMENSION_NAMES
     assert set(cli_app.SHORT_NAMES) | {"score"} == set(SUB_SCORE_NAMES)
+
+
+def test_the_ray_engine_passes_context_budget_only_when_given() -> None:
+    """A flag not given reaches the Ray actors' core as it reaches the local one, so both fit the
+    budget to the judge server's context window (tests/test_distributed.py runs it on Ray)."""
+    from shared.cli.ray_engine import core_options
+
+    core = {"n": 10, "context_budget": DEFAULTS.context_budget, "samples": 1}
+    assert "context_budget" not in core_options(core, None, frozenset({"n"}))
+    given = core_options({**core, "context_budget": 3000}, "density", frozenset({"context_budget"}))
+    assert given["context_budget"] == 3000
+    assert given["dimensions"] == ["density"]
+    assert core_options(core, None, frozenset()) == {"n": 10, "samples": 1}

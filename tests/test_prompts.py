@@ -27,7 +27,7 @@ def test_prompt_hashes_are_pinned() -> None:
     assert p.prompts_hash() == PINNED_PROMPTS_HASH
 
 
-PINNED_COMPACT_HASH = "1fd6fb2f"
+PINNED_COMPACT_HASH = "46051f16"
 """The two-call path's hash (the default path's prompts; issue 23)."""
 
 

@@ -218,3 +218,114 @@ def test_many_summaries_in_one_batch_make_one_source_call_per_source() -> None:
     assert all(r.scored for r in results)
     assert judge.calls["GeneratedQuestions"] == 2
     assert judge.total_calls == 2 + 2 * 3
+
+
+# Shorter replies by design (issue 23: completion tokens are most of the bill and of a local
+# judge's time): the two-call check asks for a reason only for an unsupported claim and a short
+# quote; the review for a grade's reason only below 5. The step path's prompts stay as they were.
+
+SHORT_CHECK = {
+    "claims": [
+        {
+            "claim": "A company launches a fitness app.",
+            "verdict": "supported",
+            "reason": "",
+            "quote": "launched a fitness app",
+        },
+        {"claim": "The app logs meals.", "verdict": "supported", "reason": "", "quote": "meals"},
+        {
+            "claim": "The app costs 5 dollars.",
+            "verdict": "not_in_source",
+            "reason": "The source gives no price.",
+            "quote": "",
+        },
+    ]
+}
+SHORT_REVIEW = {
+    "answers": [
+        {"index": 1, "answer": "A fitness tracking app.", "grade": 4, "reason": "no smartphone"},
+        {"index": 2, "answer": "Exercise goals, meals and water.", "grade": 5, "reason": ""},
+        {"index": 3, "answer": "Workout suggestions and reminders.", "grade": 5, "reason": ""},
+        {"index": 4, "answer": "idk", "grade": 0, "reason": "not in the summary"},
+    ],
+    "sentences": [{"index": 1, "vague": False, "reason": ""}],
+    "repeated_points": [],
+}
+
+
+def test_the_two_call_prompts_ask_for_short_replies() -> None:
+    from shared.prompts import schemas
+
+    check = p.check_claims_prompt("The council approved the park.", "A park was approved.")
+    rule = " ".join(check.split())
+    assert "Quote the shortest source passage that decides it" in rule
+    assert f"(at most {schemas.CHECK_QUOTE_WORDS} words; empty for not_in_source)" in rule
+    assert "give a one-sentence reason only if it is not supported (else empty)" in rule
+    review = p.review_summary_prompt("A park.", [("What?", "A park.")], ("A park.",))
+    assert "Give a one-sentence reason only for a grade below 5 (else empty)." in review
+    answer_only = p.review_summary_prompt("A park.", [("What?", "A park.")], ())
+    assert "only for a grade below 5" in answer_only
+    # the schema bounds the quote accordingly; the step path's verdict keeps its longer quote
+    quote = schemas.checked_claims_schema(4).model_json_schema()["properties"]["claims"]["items"]
+    assert quote["properties"]["quote"]["maxLength"] == schemas.CHECK_QUOTE_CHARS < 200
+    step = schemas.verdicts_schema(1).model_json_schema()["properties"]["verdicts"]
+    assert step["prefixItems"][0]["properties"]["quote"]["maxLength"] == schemas.QUOTE_CHARS
+    # the step path's verify prompt still asks for a reason and a quote for every claim
+    verify = p.verify_claims_prompt("The council approved the park.", ["A park was approved."])
+    assert "Give a one-sentence reason and quote the source passage" in verify
+
+
+def test_the_step_path_prompt_hash_is_unchanged_by_the_short_replies() -> None:
+    from tests.test_prompts import PINNED_PROMPTS_HASH, PINNED_TASK_HASHES
+
+    assert p.prompts_hash() == PINNED_PROMPTS_HASH == "622c2046"
+    assert p.prompt_hashes()["verify_claims"] == PINNED_TASK_HASHES["verify_claims"]
+    sig = signature(FakeJudge(model_id="m"), ScoreOptions(judge_path="steps"))
+    assert "|prompts:622c2046|path:steps|" in sig
+
+
+def test_supported_claims_without_reasons_score_and_render(seed: tuple[str, str]) -> None:
+    from deepeval_ext._metrics import _evidence_steps
+    from shared.cli.report import ReportInfo, evidence_view, render_report
+    from shared.runs.results import evaluation_row
+
+    judge = FakeJudge(
+        {
+            p.GeneratedQuestions: QUESTIONS,
+            "CheckedClaims": SHORT_CHECK,
+            "SummaryReview": SHORT_REVIEW,
+        }
+    )
+    result = score_summary(*seed, judge=judge)
+    assert result.error is None and result.scored
+    assert result.alignment == pytest.approx(2 / 3)
+    assert result.coverage == pytest.approx(55 / 65)
+    assert [c.reason for c in result.claims] == ["", "", "The source gives no price."]
+    # the reasons speak of what exists: the unsupported claim and its reason, nothing "missing"
+    assert "The source gives no price." in result.reason_detail
+    assert "missing reason" not in result.reason_detail.lower()
+    assert "()" not in result.reason_detail
+    steps = "\n".join(_evidence_steps(result))
+    assert "()" not in steps and "grade 5/5\n" in steps
+    row = evaluation_row(row_id="r1", position=0, input_hash="h", summary=seed[1], ev=result)
+    view = evidence_view(row["evidence"])
+    assert [c["claim"] for c in view["claims"]] == ["The app costs 5 dollars."]
+    html = render_report([row], ["score", "alignment", "coverage"], ReportInfo(judge="fake"))
+    assert "The source gives no price." in html
+
+
+def test_the_fake_answers_the_short_check_as_a_compliant_model(seed: tuple[str, str]) -> None:
+    from shared.prompts import schemas
+
+    source, summary = seed
+    judge = FakeJudge()
+    result = score_summary(source, summary + " The app costs 5 dollars on Mars.", judge=judge)
+    assert result.claims
+    for claim in result.claims:
+        assert (claim.reason == "") == (claim.verdict == "supported")
+        assert len(claim.quote) <= schemas.CHECK_QUOTE_CHARS
+        assert len(claim.quote.split()) <= schemas.CHECK_QUOTE_WORDS
+        assert (claim.quote == "") == (claim.verdict == "not_in_source")
+    for q in result.questions:
+        if q.counted and q.summary_answer != "idk":
+            assert (q.grade_reason == "") == (q.grade == 5)

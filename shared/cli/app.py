@@ -8,19 +8,12 @@ summary line says how many), 2 usage error (bad option, unreadable input, judge 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import math
-import os
-import re
 import shlex
 import sys
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -36,12 +29,11 @@ from rich.text import Text
 
 from .. import ScoreOptions
 from ..adapter_kit import DEFAULTS, option_help
-from .inputs import Columns, InputError, detect_format, read_rows
-from .judge_wait import InFlightJudge, JudgeActivityColumn, JudgeWaitColumn, in_flight_of
-from .models import load_models
-from .paths import PathProblem, check_run_paths
-from .report import ReportInfo, bill_from_rows, stability_section, write_report
-from .results import (
+from ..options import RUN_DEFAULTS
+from ..runs.inputs import Columns, InputError, detect_format, read_rows
+
+# names app had from elsewhere, kept on it for the tests and callers that read them there
+from ..runs.results import (  # noqa: F401
     NEEDS_JUDGE,
     STATUS_BAD_INPUT,
     STATUS_OK,
@@ -53,20 +45,51 @@ from .results import (
     score_keys,
     spread_keys,
 )
-from .runner import plan_run, score_rows, stale_reason
-from .table import SHORT_NAMES, results_table
-from .terminal import literal, plain
-
-EXIT_OK = 0
-EXIT_ROWS_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-
-ENABLE_HINT = (
-    "To score them, configure an OpenAI-compatible judge: --base-url URL --model NAME "
-    "(vLLM, Ollama, llama.cpp, LM Studio…), or set OPENAI_API_KEY (and optionally "
-    "OPENAI_MODEL / OPENAI_BASE_URL)."
+from ..runs.runner import plan_run, score_rows, stale_reason
+from .common import (  # noqa: F401 (the names app had, re-exported)
+    ENABLE_HINT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_ROWS_FAILED,
+    EXIT_USAGE,
+    MAX_TIMEOUT,
+    PROBE_WORDS,
+    SPEED_MARGIN,
+    TABLE_ROWS,
+    _cache_problems,
+    _finish,
+    _finite,
+    _given,
+    _limited,
+    _print_bill,
+    _print_stability,
+    _print_table,
+    _skipped,
+    _usage_error,
+    build_judge,
+    checked_prices,
+    default_cache_path,
+    default_output,
+    default_report,
+    err,
+    fit_to_server,
+    out,
+    run_report_info,
 )
+from .judge_wait import (
+    InFlightJudge,  # noqa: F401
+    JudgeActivityColumn,
+    JudgeWaitColumn,
+    in_flight_of,
+)
+from .models import load_models
+from .paths import PathProblem, check_run_paths
+from .report import (
+    stability_section,  # noqa: F401
+    write_report,
+)
+from .table import SHORT_NAMES, results_table  # noqa: F401
+from .terminal import _FLAG_WORDS, _in_flags, literal, plain  # noqa: F401
 
 
 def _no_flag_placeholder() -> None:
@@ -97,9 +120,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
-
 
 def _print_version(value: bool) -> None:
     if value:
@@ -129,244 +149,6 @@ class RateColumn(ProgressColumn):
         if not elapsed or not task.completed:
             return Text("-- rows/s", style="progress.data.speed")
         return Text(f"{task.completed / elapsed:.2f} rows/s", style="progress.data.speed")
-
-
-def default_cache_path() -> Path:
-    """The persistent judge cache under the user's cache directory (platformdirs)."""
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("summary-eval")) / "judge-cache.sqlite3"
-
-
-def default_output(input_path: Path) -> Path:
-    return Path.cwd() / f"{input_path.stem}.results.jsonl"
-
-
-def default_report(output: Path) -> Path:
-    stem = output.name
-    for suffix in (".jsonl", ".ndjson", ".csv"):
-        stem = stem.removesuffix(suffix)
-    return output.with_name(f"{stem.removesuffix('.results')}.report.html")
-
-
-def _usage_error(message: str) -> typer.Exit:
-    err.print(Text.assemble(("error:", "bold red"), " ", plain(message)))
-    return typer.Exit(EXIT_USAGE)
-
-
-def build_judge(
-    *,
-    model: str | None,
-    base_url: str | None,
-    no_judge: bool,
-    retries: int,
-    concurrency: int,
-    cache: Path | None,
-    timeout: float = 120.0,
-    api_key: str | None = None,
-    prices: dict[str, float | None] | None = None,
-    check: bool = True,
-) -> tuple[Any, str]:
-    """The wrapped OpenAI-compatible judge and its description, or (None, why there is none).
-    ``check=False`` (``--dry-run``) builds it without reaching the server."""
-    env_configured = bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
-    if no_judge:
-        return None, "none (--no-judge)"
-    if not (model or base_url or api_key or env_configured):
-        return None, "none configured"
-    from ..judge import robust_judge
-    from ..openai_judge import OpenAIJudge
-
-    try:
-        inner = OpenAIJudge(
-            model, base_url=base_url, api_key=api_key, timeout=timeout, **(prices or {})
-        )
-    except ValueError as exc:
-        raise _usage_error(f"cannot configure the judge: {_in_flags(str(exc))}") from None
-    where = str(inner.client.base_url).rstrip("/")
-    if check:
-        from .check_judge import ensure_reachable
-
-        problem = ensure_reachable(where, inner.client.api_key, timeout)
-        if problem:
-            raise _usage_error(f"the judge is not reachable: {problem}")
-    with _cache_problems():
-        judge = robust_judge(  # calls in flight are tracked for the progress line (a hung server)
-            InFlightJudge(inner),
-            retries=retries,
-            cache=cache if cache is not None else False,
-            concurrency=concurrency,
-        )
-    cache_text = f"cache {cache}" if cache is not None else "no cache"
-    return judge, f"{inner.model_id} at {where} ({cache_text})"
-
-
-@contextlib.contextmanager
-def _cache_problems() -> Iterator[None]:
-    """An unreadable judge cache is set aside with a warning said here; a database that is not
-    ours is a usage error (it is left untouched)."""
-    from ..judge import CacheUnusable, CacheWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", CacheWarning)
-        try:
-            yield
-        except CacheUnusable as exc:
-            raise _usage_error(str(exc)) from None
-    for warning in caught:
-        if issubclass(warning.category, CacheWarning):
-            err.print(Text(f"warning: {plain(warning.message)}", style="yellow"))
-        else:
-            warnings.warn_explicit(
-                warning.message, warning.category, warning.filename, warning.lineno
-            )
-
-
-def checked_prices(
-    model: str | None,
-    base_url: str | None,
-    price_in: float | None,
-    price_cached: float | None,
-    price_out: float | None,
-) -> dict[str, float | None]:
-    """The --price-* flags as the judge takes them, checked before any judge is built (either
-    engine): a usage error when they cannot price this model."""
-    prices = {"price_in": price_in, "price_cached": price_cached, "price_out": price_out}
-    try:
-        if any(v is not None for v in prices.values()):
-            from ..pricing import resolve_prices
-
-            resolve_prices(model or "", base_url, **prices)
-    except (TypeError, ValueError) as exc:
-        raise _usage_error(str(exc)) from None
-    return prices
-
-
-MAX_TIMEOUT = 86_400.0
-"""Longest --timeout, in seconds (a day): ``inf`` would let one hung call hold the run forever."""
-
-
-def _finite(value: float | None) -> float | None:
-    """Refuse NaN (and infinities): click's ranges let NaN through, every comparison being false."""
-    if value is not None and not math.isfinite(value):
-        raise typer.BadParameter(f"must be a finite number, got {value}")
-    return value
-
-
-_FLAG_WORDS = {
-    "api_key=": "--api-key",
-    "base_url / OPENAI_BASE_URL (--base-url)": "--base-url / OPENAI_BASE_URL",
-    "price_in": "--price-in",
-    "price_cached": "--price-cached",
-    "price_out": "--price-out",
-    "timeout=": "--timeout",
-    "max_tokens=": "--max-tokens",
-}
-
-
-def _in_flags(message: str) -> str:
-    """A core error in the command line's words: ``pass api_key= (--api-key)`` becomes
-    ``pass --api-key``."""
-    message = re.sub(r"(\w+=) \((--[\w-]+)\)", r"\2", message)
-    for python, flag in _FLAG_WORDS.items():
-        message = message.replace(python, flag)
-    return message
-
-
-def _limited(judge: Any) -> Any:
-    from ..judge import LimitedJudge, _Wrapper
-
-    while isinstance(judge, _Wrapper):
-        if isinstance(judge, LimitedJudge):
-            return judge
-        judge = judge.inner
-    return None
-
-
-def fit_to_server(
-    judge: Any,
-    *,
-    timeout: float,
-    timeout_given: bool,
-    concurrency: int,
-    concurrency_given: bool,
-    n: int,
-) -> tuple[float, int]:
-    """Probe the judge's server once (structured mode, generation speed, parallel slots) and
-    fit the run to it, saying so before the first row: on a local server that publishes its
-    slots, ``--concurrency`` not given becomes the slot count; a per-call limit too short for
-    the longest reply the schemas allow at the measured speed is raised when ``--timeout`` was
-    not given (and advised otherwise). Returns the (timeout, concurrency) the run uses."""
-    from ..judge import base_judge
-    from ..openai_judge import FIT_CEILING_S
-    from ..pricing import is_local_url
-    from ..schemas import questions_schema, reply_token_limit, verdicts_schema
-    from ..usage import negotiate_judge
-
-    inner = base_judge(judge)
-    probe = asyncio.run(negotiate_judge(judge))
-    if probe is None:
-        return timeout, concurrency
-    if probe.error is not None:
-        err.print(
-            f"[yellow]The judge did not answer a {PROBE_WORDS}:[/] {probe.error}. Scoring anyway; "
-            "each call is limited to --timeout."
-        )
-        return timeout, concurrency
-    found = [f"structured mode {probe.mode}"]
-    if probe.tokens_per_s:
-        found.append(f"{probe.tokens_per_s:g} tokens/s")
-    if probe.slots:
-        found.append(f"{probe.slots} parallel slot(s)")
-    when = (
-        " (remembered from an earlier run)"
-        if probe.from_cache
-        else (f" (probe {probe.seconds:.1f} s)" if probe.seconds is not None else "")
-    )
-    err.print(f"Judge server: {', '.join(found)}{when}.")
-    if probe.slots and not concurrency_given and is_local_url(inner.base_url):
-        concurrency = probe.slots
-        limited = _limited(judge)
-        if limited is not None:
-            limited.concurrency = concurrency
-        err.print(f"Concurrency {concurrency}: the server's slots (--concurrency to change).")
-    if probe.tokens_per_s:
-        longest = max(
-            reply_token_limit(questions_schema(n)) or 0, reply_token_limit(verdicts_schema(n)) or 0
-        )
-        # calls in parallel share the server: assume no gain from batching them
-        parallel = min(concurrency, probe.slots) if probe.slots else concurrency
-        per_call = probe.tokens_per_s / max(parallel, 1)
-        needed = math.ceil(longest / per_call * SPEED_MARGIN / 10) * 10
-        if needed > timeout:
-            what = (
-                f"the longest reply the schemas allow ({longest} tokens) takes about "
-                f"{longest / per_call:.0f} s at {probe.tokens_per_s:g} tokens/s shared by "
-                f"{parallel} call(s) in parallel"
-            )
-            if timeout_given:
-                err.print(
-                    f"[yellow]--timeout {timeout:g} may be too short:[/] {what}; pass "
-                    f"--timeout {needed} (or a faster server) so such calls are not cut off."
-                )
-            else:
-                err.print(
-                    f"[yellow]Per-call limit raised to {needed} s[/] (from {timeout:g} s): {what}."
-                )
-                timeout = float(needed)
-                inner.timeout = timeout
-    if not timeout_given:
-        inner.fit_timeout = True  # each call's limit follows the speed measured in the run
-        err.print(
-            f"Per-call limit {timeout:g} s, longer for a long reply once the run has measured "
-            f"the server's speed (at most {FIT_CEILING_S:g} s); --timeout fixes it."
-        )
-    return timeout, concurrency
-
-
-PROBE_WORDS = "one-line probe"
-SPEED_MARGIN = 1.25
-"""The per-call limit fitted to the measured speed leaves this much room."""
 
 
 def _core(name: str, *flags: str, **kwargs: Any) -> Any:
@@ -449,7 +231,7 @@ def score(
             help="Seconds one judge call may take, its retries included, before it counts as "
             "failed (default 120; raised to fit a slow server's measured speed when not given).",
         ),
-    ] = 120.0,
+    ] = RUN_DEFAULTS.timeout,
     api_key: Annotated[
         str | None, typer.Option(help="The judge server's API key (env OPENAI_API_KEY).")
     ] = None,
@@ -480,7 +262,7 @@ def score(
             callback=_finite,
             help="With --samples k > 1: pass mark for the share of rows that flip.",
         ),
-    ] = 0.5,
+    ] = RUN_DEFAULTS.flip_threshold,
     cache: Annotated[
         Path | None,
         typer.Option(help="SQLite judge cache (default: the user's cache directory)."),
@@ -513,7 +295,9 @@ def score(
     ray_address: Annotated[
         str | None, typer.Option(help="Ray cluster to join (default: start a local Ray).")
     ] = None,
-    actors: Annotated[int, typer.Option(min=1, help="Scoring actors (--engine ray).")] = 2,
+    actors: Annotated[
+        int, typer.Option(min=1, help="Scoring actors (--engine ray).")
+    ] = RUN_DEFAULTS.actors,
 ) -> None:
     """Score every summary of INPUT; write the results file and the HTML report.
 
@@ -525,7 +309,8 @@ def score(
         from .ray_engine import score_on_ray
 
         score_on_ray(
-            **{k: v for k, v in locals().items() if k not in ("ctx", "columns", "score_on_ray")}
+            **{k: v for k, v in locals().items() if k not in ("ctx", "columns", "score_on_ray")},
+            given=frozenset(name for name in ctx.params if _given(ctx, name)),
         )
     try:
         fmt = detect_format(input_path, input_format)
@@ -628,7 +413,7 @@ def score(
         )
     expected_completion = expected_calls = None
     if judge is not None and plan.todo:
-        from ..usage import judge_prices
+        from ..judge.wrappers import judge_prices
         from .bill import estimate_run, estimate_text
 
         pairs = [(r.source, r.summary) for r in plan.todo if r.error is None]
@@ -717,196 +502,15 @@ def score(
     raise typer.Exit(_finish(all_rows, output, report_path, skipped))
 
 
-TABLE_ROWS = 25
-
-
-def run_report_info(
-    input_path: Path,
-    output: Path,
-    judge_text: str,
-    skipped: list[str],
-    threshold: float | None = None,
-    flip_threshold: float | None = None,
-) -> ReportInfo:
-    """The report's facts about a scoring run (either engine): files, judge, what was skipped;
-    ``flip_threshold`` only for a run with several judge samples (its stability section)."""
-    return ReportInfo(
-        input_path=str(input_path),
-        results_path=str(output),
-        judge=judge_text,
-        skipped=skipped,
-        enable_hint=ENABLE_HINT if skipped else "",
-        command=shlex.join(["summary-eval", *sys.argv[1:]]),
-        threshold=threshold,
-        flip_threshold=flip_threshold,
-    )
-
-
-def _print_table(rows: list[Row], keys: list[str], threshold: float | None = None) -> None:
-    """The scores at a glance on stdout: one line per row (the first few), every column that has
-    a value somewhere, the status, and pass/FAIL with ``--threshold``; the results file and the
-    report hold the rest (:mod:`.table` sizes it to the terminal)."""
-    out.print(results_table(rows[:TABLE_ROWS], keys, width=out.width, threshold=threshold))
-    if len(rows) > TABLE_ROWS:
-        out.print(f"… and {len(rows) - TABLE_ROWS} more rows in the results file.")
-
-
-def _given(ctx: typer.Context, name: str) -> bool:
-    """Whether the user gave option ``name`` (not its default)."""
-    source = ctx.get_parameter_source(name)
-    return getattr(source, "name", None) not in ("DEFAULT", None)
-
-
-def _print_bill(judge: Any) -> str:
-    """The run's judge bill, printed and returned (empty without a judge)."""
-    if judge is None:
-        return ""
-    from ..judge import base_judge
-    from .bill import bill_text
-
-    inner = base_judge(judge)
-    usage = getattr(inner, "usage", None)
-    if not isinstance(usage, dict):
-        return ""
-    text = bill_text(usage, getattr(inner, "prices", None)).removeprefix("Judge bill: ")
-    err.print(f"Judge bill: {text}")
-    return text
-
-
-def _print_stability(rows: list[Row], keys: list[str], threshold: float) -> None:
-    """With --samples k > 1: how much one row moves between judge samples, per sub-score, and
-    how many rows a single run could have put on the other side of ``threshold`` (the report's
-    stability section, :func:`.report.stability_section`, in words)."""
-    section = stability_section(rows, keys, threshold)
-    if section is None:
-        return
-    parts = [
-        f"{SHORT_NAMES.get(s.sub_score, s.sub_score)} {s.mean_sd:.3f} (max {s.max_sd:.3f})"
-        for s in section["spread"]
-    ]
-    out.print(f"Spread over judge samples (mean sd per row): {'; '.join(parts)}.")
-    out.print(f"Pass/fail flips: {section['flips']}.")
-
-
-def _skipped(keys: list[str]) -> list[str]:
-    """The columns a run without a judge leaves empty, whatever the rows happen to contain (a
-    one-sentence summary has no coherence, but coherence was not skipped)."""
-    return [k for k in keys if k in NEEDS_JUDGE]
-
-
-def _finish(rows: list[Row], output: Path, report_path: Path | None, skipped: list[str]) -> int:
-    ok = sum(r.get("status") == STATUS_OK for r in rows)
-    unscored = sum(r.get("status") == STATUS_UNSCORED for r in rows)
-    bad = sum(r.get("status") == STATUS_BAD_INPUT for r in rows)
-    if skipped:  # how to enable them was said once, at the start
-        err.print(f"[yellow]Skipped (no judge):[/] {', '.join(skipped)}.")
-    err.print(f"Results: {literal(output)}")
-    if report_path is not None:
-        err.print(f"Report:  {literal(report_path)}")
-    line = f"{ok} of {len(rows)} rows scored, {unscored} unscored, {bad} bad input."
-    if unscored or bad:
-        err.print(f"[bold red]{line}[/] The error column of the results says why.")
-        if unscored:
-            err.print("Rerun with --retry-unscored to try the unscored rows again.")
-        return EXIT_ROWS_FAILED
-    err.print(f"[bold green]{line}[/]")
-    return EXIT_OK
-
-
-@app.command("stub-judge")
-def stub_judge_command(
-    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: a free one).")] = 0,
-) -> None:
-    """Serve a fake OpenAI-compatible judge on 127.0.0.1 until Ctrl-C (offline trials, no key).
-
-    Point --base-url (any --model name) of `score`, OpenAIJudge, a Ragas llm_factory client or a
-    DeepEval model at the printed URL. Its answers come from word overlap: for trying the tools,
-    not for measuring summaries.
-    """
-    import threading
-
-    from .stub_judge import serve
-
-    stop = threading.Event()
-
-    def announce(url: str) -> None:
-        out.print(url, soft_wrap=True)
-        err.print(
-            f"Stub judge serving at {url} (fake answers, offline). Try: summary-eval score "
-            f"examples/summaries.jsonl --base-url {url} --model stub --no-cache. Ctrl-C stops it."
-        )
-
-    try:
-        serve(port, announce, stop)
-    except OSError as exc:
-        raise _usage_error(f"cannot serve on port {port}: {exc.strerror or exc}") from None
-    except KeyboardInterrupt:
-        stop.set()
-        err.print("Stub judge stopped.")
-
-
-@app.command("report")
-def report_command(
-    results: Annotated[Path, typer.Argument(help="A results file written by `score`.")],
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="HTML file (default: beside RESULTS).")
-    ] = None,
-    worst: Annotated[int, typer.Option(min=0, help="Worst summaries shown.")] = 10,
-) -> None:
-    """Rebuild the HTML report from a results file (no scoring, no judge)."""
-    try:
-        detect_result_format(results)
-    except ValueError as exc:
-        raise _usage_error(str(exc)) from None
-    try:
-        rows = read_results(results)
-    except ValueError as exc:  # not UTF-8
-        raise _usage_error(str(exc)) from None
-    if not rows:
-        raise _usage_error(f"no result rows in {results}")
-    keys = score_keys()
-    keys += [k for k in _numeric_columns(rows) if k not in keys]
-    judges = sorted(
-        {s.split("|", 1)[0].removeprefix("judge:") for r in rows if (s := r.get("signature"))}
-    )
-    path = output or default_report(results)
-    # rows scored without a judge: the same banner of skipped dimensions as the run's report
-    skipped = _skipped(keys) if judges == ["none"] else []
-    run = next(
-        (r["evidence"]["run"] for r in rows if isinstance(r["evidence"].get("run"), dict)), {}
-    )  # the input and command recorded by the run that wrote the first such row
-    info = ReportInfo(
-        input_path=str(run.get("input") or ""),
-        results_path=str(results),
-        judge=", ".join(judges) or "unknown",
-        skipped=skipped,
-        enable_hint=ENABLE_HINT if skipped else "",
-        command=str(run.get("command") or ""),
-        bill=bill_from_rows(rows),
-    )
-    write_report(path, rows, keys, info, worst=worst)
-    err.print(f"Report: {literal(path)}")
-
-
-def plan_signature_of(previous: list[Row], row_id: str) -> str:
-    """The signature an earlier run gave row ``row_id`` (for the refusal message)."""
-    return next((str(r.get("signature")) for r in previous if str(r.get("id")) == row_id), "")
-
-
-def _numeric_columns(rows: list[Row]) -> list[str]:
-    skip = {"position", *spread_keys()}
-    seen: dict[str, None] = {}
-    for row in rows:
-        for key, value in row.items():
-            if key not in skip and isinstance(value, float):
-                seen.setdefault(key)
-    return list(seen)
-
-
 def _register_extra_commands() -> None:
-    """``compare``, ``agree`` and ``check-judge`` live in their own modules (they score nothing)."""
+    """``stub-judge``, ``report``, ``compare``, ``agree``, ``check-judge`` and ``bench`` live in
+    their own modules (they score nothing)."""
     from .check_judge import check_judge_command
     from .compare_cli import register
+    from .report_cli import report_command, stub_judge_command
+
+    app.command("stub-judge")(stub_judge_command)
+    app.command("report")(report_command)
 
     register(app)
     app.command("check-judge")(check_judge_command)

@@ -18,8 +18,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from ..comparison import DEFAULT_RESAMPLES
-from ..peer_bench import (
+from ..analysis.bench import (
     DEFAULT_ARTICLES,
     DEFAULT_SEED,
     METRICS,
@@ -28,6 +27,8 @@ from ..peer_bench import (
     installed_version,
     labelled_items,
 )
+from ..analysis.comparison import DEFAULT_RESAMPLES
+from ..options import DEFAULT_TIMEOUT
 from .paths import PathProblem, check_run_paths
 
 EXIT_OK, EXIT_METRIC_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -128,7 +129,9 @@ def bench_command(
     price_out: Annotated[
         float | None, typer.Option(min=0.0, help="US$ per million output tokens.")
     ] = None,
-    timeout: Annotated[float, typer.Option(min=1.0, help="Seconds per judge call.")] = 120.0,
+    timeout: Annotated[
+        float, typer.Option(min=1.0, help="Seconds per judge call.")
+    ] = DEFAULT_TIMEOUT,
     max_tokens: Annotated[
         int | None,
         typer.Option(

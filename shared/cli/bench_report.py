@@ -11,7 +11,7 @@ import html
 import math
 from pathlib import Path
 
-from ..peer_bench import BenchResult, MetricReport
+from ..analysis.bench import BenchResult, MetricReport
 
 SIZE, PAD = 220, 28
 

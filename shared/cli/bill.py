@@ -83,20 +83,20 @@ def estimate_run(
     take: every pair counted (``every_row``), or the first :data:`ESTIMATE_ROWS` and the rest
     scaled by their characters."""
     from .. import ascore_summaries
-    from ..openai_judge import SYSTEM_PROMPT
+    from ..judge.openai import SYSTEM_PROMPT
 
     if not pairs:
         return Estimate(0, 0, 0, 0, 0)
     counted = list(pairs) if every_row else list(pairs[:ESTIMATE_ROWS])
     judge = CountingJudge(estimate_tokens(SYSTEM_PROMPT))
     from ..dimensions import DIMENSIONS
-    from ..dimensions.evidence import NEEDS_JUDGE
+    from ..subscores import JUDGED_DIMENSIONS
 
     run_options = dict(options)
     # only the dimensions that call the judge: the others cost no call and much CPU
     asked = run_options.get("dimensions")
     run_options["dimensions"] = [
-        d for d in (DIMENSIONS if asked is None else asked) if d in NEEDS_JUDGE
+        d for d in (DIMENSIONS if asked is None else asked) if d in JUDGED_DIMENSIONS
     ]
     asyncio.run(ascore_summaries(counted, judge=judge, cache=False, **run_options))
     scale = 1.0

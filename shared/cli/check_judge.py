@@ -15,7 +15,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..judge_check import acheck_judge, check_reachable
+from ..judge.check import acheck_judge, check_reachable
+from ..options import DEFAULT_TIMEOUT
 from .terminal import literal, plain
 
 err = Console(stderr=True, highlight=False)
@@ -32,13 +33,15 @@ def check_judge_command(
     model: Annotated[
         str | None, typer.Option(help="Judge model (env OPENAI_MODEL, else gpt-4o-mini).")
     ] = None,
-    timeout: Annotated[float, typer.Option(min=1, help="Seconds one judge call may take.")] = 120.0,
+    timeout: Annotated[
+        float, typer.Option(min=1, help="Seconds one judge call may take.")
+    ] = DEFAULT_TIMEOUT,
     api_key: Annotated[
         str | None, typer.Option(help="The judge server's API key (env OPENAI_API_KEY).")
     ] = None,
 ) -> None:
     """Check a judge: reachable, structured mode, context window, latency, a known answer."""
-    from ..openai_judge import OpenAIJudge
+    from ..judge.openai import OpenAIJudge
 
     try:
         # max_tokens: a probe, not a run; a grammar-bound small model may otherwise write on
@@ -52,7 +55,7 @@ def check_judge_command(
             max_tokens=512,
         )
     except ValueError as exc:
-        from .app import _in_flags
+        from .terminal import _in_flags
 
         err.print(f"[bold red]error:[/] cannot configure the judge: {literal(_in_flags(str(exc)))}")
         raise typer.Exit(2) from None

@@ -23,7 +23,8 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import Agreement, Comparison, UnpairedError, agreement, compare
-from ..comparison import (
+from ..analysis.agreement import parse_mapping
+from ..analysis.comparison import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     DEFAULT_TRIALS,
@@ -31,7 +32,6 @@ from ..comparison import (
     Gate,
     format_p,
 )
-from ..human_agreement import parse_mapping
 from .terminal import literal, plain
 
 EXIT_OK = 0
@@ -59,7 +59,7 @@ def _check_outputs(inputs: dict[str, Path], outputs: dict[str, Path | None]) -> 
 
 def _read_results_file(path: Path) -> list[dict[str, Any]]:
     """The rows of a readable results file with at least one row (else a clear usage error)."""
-    from .results import detect_result_format, read_results
+    from ..runs.results import detect_result_format, read_results
 
     if not path.is_file():
         raise _usage_error(f"results file not found: {path}")

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from rich.progress import ProgressColumn, Task
 from rich.text import Text
 
-from ..judge import Check, Judge, _Wrapper, base_judge
+from ..judge.wrappers import Check, Judge, _Wrapper, base_judge
 
 T = TypeVar("T", bound=BaseModel)
 

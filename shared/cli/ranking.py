@@ -13,12 +13,12 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..adapter_kit import HEADLINE
+from ..subscores import HEADLINE, QUALITY_DIMENSIONS
 
-QUALITY_DIMENSIONS: tuple[str, ...] = ("grounding", "coherence", "non_redundancy")
-"""Dimensions that track human ratings on SummEval (docs/VALIDITY.md: grounding rho 0.43 with
-human consistency, coherence 0.41 and non_redundancy 0.25 with human coherence). A new
-validated dimension joins here, and only here."""
+__all__ = ["QUALITY_DIMENSIONS", "rank_basis", "rank_value"]
+# QUALITY_DIMENSIONS: the sub-scores with a validity_rho in shared/subscores.py (docs/VALIDITY.md:
+# grounding rho 0.43 with human consistency, coherence 0.41 and non_redundancy 0.25 with human
+# coherence). A new validated dimension is declared there, and only there.
 
 
 def _number(value: Any) -> float | None:

@@ -23,10 +23,17 @@ from typing import Any
 
 from .. import bounded_json
 from ..options import DEFAULTS, OPTION_NAMES, ScoreOptions
-from .inputs import Columns, InputError, InputRow, detect_format, read_rows, row_from_record
+from ..runs.inputs import Columns, InputError, InputRow, detect_format, read_rows, row_from_record
+from ..runs.results import (
+    ResultsWriter,
+    Row,
+    columns,
+    detect_result_format,
+    read_results,
+    score_keys,
+)
+from ..runs.runner import plan_run, stamp_settings
 from .paths import PathProblem, check_run_paths
-from .results import ResultsWriter, Row, columns, read_results, score_keys
-from .runner import plan_run, stamp_settings
 from .terminal import literal
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -211,7 +218,7 @@ def run_ray(
     """Score ``rows`` on Ray (a new local instance, or the cluster at ``ray_address``)."""
     import ray
 
-    from ..distributed import prepare
+    from ..runs.distributed import prepare
 
     keys = score_keys()
     previous = read_parquet_results(output) if is_parquet(output) else read_results(output)
@@ -283,6 +290,18 @@ def run_ray(
     return all_rows
 
 
+def core_options(
+    core: dict[str, Any], dimensions: str | None, given: frozenset[str]
+) -> dict[str, Any]:
+    """The core's options as the local engine passes them: every core flag's value, the
+    dimension list when given, and ``context_budget`` only when the user gave it, so each actor's
+    core fits the budget to the judge server's context window as the local engine's does."""
+    options = {k: v for k, v in core.items() if k != "context_budget" or k in given}
+    if dimensions is not None:
+        options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
+    return options
+
+
 def score_on_ray(
     *,
     engine: str,
@@ -316,10 +335,12 @@ def score_on_ray(
     price_cached: float | None = None,
     price_out: float | None = None,
     dry_run: bool = False,
+    given: frozenset[str] = frozenset(),
     **core: Any,
 ) -> None:
     """The ``score`` command on the Ray engine: same checks, outputs and exit status as local.
 
+    ``given``: the flags the user gave (the others hold their defaults).
     ``core``: the flags of the core's options (n, beta, samples…, declared in
     :mod:`shared.options`), passed to the scorer as given, as the local engine does; any other
     flag is one this engine does not know yet, and is refused rather than ignored.
@@ -327,7 +348,7 @@ def score_on_ray(
 
     import typer
 
-    from . import app as cli
+    from . import common as cli
     from .report import write_report
 
     if engine != "ray":
@@ -348,7 +369,7 @@ def score_on_ray(
     output = output or cli.default_output(input_path)
     if not is_parquet(output):
         try:
-            cli.detect_result_format(output)
+            detect_result_format(output)
         except ValueError:
             raise cli._usage_error(
                 f"results file must end in .jsonl, .csv or .parquet, got {output.name!r}"
@@ -358,10 +379,8 @@ def score_on_ray(
     if unknown:
         flags = ", ".join("--" + name.replace("_", "-") for name in unknown)
         raise cli._usage_error(f"the ray engine does not support {flags} yet")
-    options: dict[str, Any] = dict(core)
-    if dimensions is not None:
-        options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
-    from ..distributed import OpenAIJudgeConfig
+    options = core_options(core, dimensions, given)
+    from ..runs.distributed import OpenAIJudgeConfig
 
     try:  # retries and concurrency shape each actor's judge wrapper; check them alike
         ScoreOptions.from_kwargs({**options, "retries": retries, "concurrency": concurrency})
@@ -398,7 +417,7 @@ def score_on_ray(
     )
     config = None
     if local_judge is not None:
-        from ..judge import base_judge
+        from ..judge.wrappers import base_judge
 
         inner: Any = base_judge(local_judge)
         # a key given by flag travels to the actors; otherwise each reads OPENAI_API_KEY
@@ -416,7 +435,7 @@ def score_on_ray(
         cli.err.print(f"[bold yellow]No judge[/] ({judge_text}). {cli.ENABLE_HINT}")
     if dry_run:  # as on the local engine: the estimate, then no judge call at all
         if local_judge is not None:
-            from ..usage import judge_prices
+            from ..judge.wrappers import judge_prices
             from .bill import estimate_run, estimate_text
 
             pairs = [(r.source, r.summary) for r in rows if r.error is None]

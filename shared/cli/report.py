@@ -21,9 +21,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..adapter_kit import HEADLINE
+from ..runs.results import STATUS_BAD_INPUT, STATUS_OK, STATUS_UNSCORED, Row
+from ..subscores import HEADLINE
 from .ranking import rank_basis, rank_value
-from .results import STATUS_BAD_INPUT, STATUS_OK, STATUS_UNSCORED, Row
 
 TEMPLATE_NAME = "report.html.j2"
 """The Jinja template of the page (package data, shipped in the wheel)."""
@@ -348,11 +348,12 @@ def stability_section(
     """The spread over judge samples (``--samples k``): per judged sub-score the mean and largest
     per-row standard deviation, and the pass/fail flips at ``flip_threshold``; None when no row
     has two samples (a one-sample run has nothing to show)."""
-    from ..stability import flip_rate, stability
-    from ..subscores import SUB_SCORES
+    from ..analysis.stability import flip_rate, stability
+    from ..subscores import USES_JUDGE
 
-    judged = {s.name for s in SUB_SCORES if s.needs != "nothing"}
-    spread = [s for s in stability(rows, [k for k in keys if k in judged]).values() if s.rows > 0]
+    spread = [
+        s for s in stability(rows, [k for k in keys if k in USES_JUDGE]).values() if s.rows > 0
+    ]
     if not spread:
         return None
     flips = None if flip_threshold is None else flip_rate(rows, flip_threshold)

@@ -16,8 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import SUB_SCORES
+from ..runs.results import STATUS_OK, Row
 from .ranking import rank_basis, rank_value
-from .results import STATUS_OK, Row
 from .terminal import plain
 
 SHORT_NAMES = {s.name: s.short for s in SUB_SCORES if s.short != s.name}

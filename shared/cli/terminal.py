@@ -31,3 +31,23 @@ def plain(value: object) -> str:
 def literal(value: object) -> str:
     """:func:`plain`, with rich markup escaped: safe inside a markup string."""
     return escape(plain(value))
+
+
+_FLAG_WORDS = {
+    "api_key=": "--api-key",
+    "base_url / OPENAI_BASE_URL (--base-url)": "--base-url / OPENAI_BASE_URL",
+    "price_in": "--price-in",
+    "price_cached": "--price-cached",
+    "price_out": "--price-out",
+    "timeout=": "--timeout",
+    "max_tokens=": "--max-tokens",
+}
+
+
+def _in_flags(message: str) -> str:
+    """A core error in the command line's words: ``pass api_key= (--api-key)`` becomes
+    ``pass --api-key``."""
+    message = re.sub(r"(\w+=) \((--[\w-]+)\)", r"\2", message)
+    for python, flag in _FLAG_WORDS.items():
+        message = message.replace(python, flag)
+    return message

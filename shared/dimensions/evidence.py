@@ -12,7 +12,12 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ..prompts import RepeatedPoint
-from ..subscores import DIMENSION_NAMES, USES_JUDGE
+from ..subscores import (
+    DIMENSION_NAMES,
+    EMBEDDING_DIMENSIONS,
+    JUDGED_DIMENSIONS,
+    SPACY_DIMENSIONS,
+)
 
 DimensionName = Literal[
     "density", "specificity", "non_redundancy", "coherence", "conciseness", "grounding"
@@ -22,12 +27,10 @@ DIMENSIONS: tuple[DimensionName, ...] = DIMENSION_NAMES  # type: ignore[assignme
 """Every dimension, in report order (the default of the ``dimensions`` option); declared in
 :data:`shared.subscores.SUB_SCORES`."""
 
-NEEDS_SPACY = frozenset({"density", "specificity", "non_redundancy", "coherence", "grounding"})
-"""grounding reads its checkable items off the summary's parse; its source side needs no spaCy."""
-NEEDS_EMBEDDINGS = frozenset({"non_redundancy", "coherence", "grounding"})
-"""grounding (version 2) compares each summary sentence's embedding with its source's."""
-NEEDS_JUDGE = frozenset(DIMENSIONS) & USES_JUDGE
-"""non_redundancy has a judged and a deterministic part; without a judge only the latter runs."""
+# Declared on each SubScore (shared/subscores.py); these names are the dimensions package's.
+NEEDS_SPACY = SPACY_DIMENSIONS
+NEEDS_EMBEDDINGS = EMBEDDING_DIMENSIONS
+NEEDS_JUDGE = JUDGED_DIMENSIONS
 
 
 class DimensionResult(BaseModel):

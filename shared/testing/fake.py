@@ -19,20 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 import re
-import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from . import prompts as p
-from . import schemas as sch
-from .judge import JudgeOutputError
+from .. import prompts as p
+from ..judge.wrappers import JudgeOutputError
+from ..prompts import schemas as sch
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -171,6 +167,9 @@ class FakeJudge:
                 for item, grade in enumerate(graded or ()):
                     if isinstance(getattr(grade, "grade", None), int):
                         grade.grade = max(0, grade.grade - (seed + item) % 3)
+                        if grade.grade < 5 and not getattr(grade, "reason", "x"):
+                            # a 5 lowered by the seed: the review prompt wants a reason below 5
+                            grade.reason = language_marker(prompt) + "sampled grade"
             return answer
         if callable(scripted) and not isinstance(scripted, type | BaseModel):
             scripted = scripted(prompt)
@@ -323,9 +322,10 @@ def _verify_claims(prompt: str) -> dict:
 
 def _check_claims(prompt: str) -> dict:
     """The two-call claim check: the claims of :func:`_extract_claims`, each with the verdict of
-    :func:`_verify_claims`."""
+    :func:`_verify_claims`, written as that prompt asks: a reason only for an unsupported claim
+    and a short quote (see :func:`_verdicts`, ``short``)."""
     claims = _extract_claims(prompt)["claims"]
-    verdicts = _verdicts(_source_text(prompt), claims, language_marker(prompt))
+    verdicts = _verdicts(_source_text(prompt), claims, language_marker(prompt), short=True)
     return {
         "claims": [
             {"claim": claim, **{k: v for k, v in verdict.items() if k != "index"}}
@@ -334,7 +334,26 @@ def _check_claims(prompt: str) -> dict:
     }
 
 
-def _verdicts(source: str, claims: Sequence[str], mark: str) -> list[dict]:
+def _short_quote(sentence: str, claim_words: Sequence[str]) -> str:
+    """The quote the two-call check asks for: the source sentence when it has at most
+    :data:`~shared.prompts.schemas.CHECK_QUOTE_WORDS` words, else the window of that many words
+    holding most of the claim's words (the first such), cut to the schema's bound. Never shorter
+    than the prompt allows: a whole sentence or a full window, not just the matching words."""
+    words = sentence.split()
+    limit = sch.CHECK_QUOTE_WORDS
+    if len(words) > limit:
+        wanted = set(claim_words)
+        hits = [sum(w in wanted for w in content_words(word)) for word in words]
+        start = max(range(len(words) - limit + 1), key=lambda i: sum(hits[i : i + limit]))
+        sentence = " ".join(words[start : start + limit])
+    return _clip(sentence, sch.CHECK_QUOTE_CHARS)
+
+
+def _verdicts(source: str, claims: Sequence[str], mark: str, *, short: bool = False) -> list[dict]:
+    """One verdict per claim from word overlap. The step path's verify call (``short`` False)
+    asks for a reason and the quoted source sentence for every claim; the two-call check
+    (``short``) for a reason only when the claim is not supported and a quote of at most
+    :data:`~shared.prompts.schemas.CHECK_QUOTE_WORDS` words."""
     source_words = set(content_words(source))
     source_sentences = sentences(source)
     source_numbers = set(re.findall(r"\d+(?:\.\d+)?", source))
@@ -351,14 +370,12 @@ def _verdicts(source: str, claims: Sequence[str], mark: str) -> list[dict]:
         else:
             verdict, reason = "not_in_source", f"only {share:.0%} of its words appear in the source"
             quote = ""
-        verdicts.append(
-            {
-                "index": i,
-                "verdict": verdict,
-                "reason": _clip(mark + reason, sch.REASON_CHARS),
-                "quote": _clip(quote, sch.QUOTE_CHARS),
-            }
-        )
+        if short:
+            reason = "" if verdict == "supported" else _clip(mark + reason, sch.REASON_CHARS)
+            quote = _short_quote(quote, words) if quote else ""
+        else:
+            reason, quote = _clip(mark + reason, sch.REASON_CHARS), _clip(quote, sch.QUOTE_CHARS)
+        verdicts.append({"index": i, "verdict": verdict, "reason": reason, "quote": quote})
     return verdicts
 
 
@@ -394,7 +411,8 @@ def _grade_answers(prompt: str) -> dict:
 def _review_summary(prompt: str) -> dict:
     """The two-call summary review: each item answered from the SUMMARY block as
     :func:`_answer_from_summary` does and graded against its reference as :func:`_grade_answers`
-    does ("idk" = 0), plus :func:`_review_style` when the prompt has a SENTENCES block."""
+    does ("idk" = 0), with a reason only for a grade below 5 (as the prompt asks), plus
+    :func:`_review_style` when the prompt has a SENTENCES block."""
     summary_sentences = sentences(p.read_block(prompt, "SUMMARY") or "")
     mark = language_marker(prompt)
     answers = []
@@ -404,7 +422,8 @@ def _review_summary(prompt: str) -> dict:
         answer = _clip(mark + best, sch.ANSWER_CHARS) if hits else "idk"
         share = _overlap(content_words(item.get("reference", "")), set(content_words(answer)))
         grade = round(5 * share) if hits else 0
-        reason = _clip(f"{mark}{share:.0%} of the reference", sch.REASON_CHARS)
+        # the prompt asks for a reason only below 5
+        reason = _clip(f"{mark}{share:.0%} of the reference", sch.REASON_CHARS) if grade < 5 else ""
         answers.append({"index": i, "answer": answer, "grade": grade, "reason": reason})
     out: dict[str, Any] = {"answers": answers}
     if p.read_block(prompt, "SENTENCES") is not None:
@@ -465,293 +484,3 @@ _DEFAULTS: dict[str, Callable[[str], dict]] = {
     "AnswerGrades": _grade_answers,
     "StyleReview": _review_style,
 }
-
-
-# ---------------------------------------------------------------------------------------------
-# Stub server
-# ---------------------------------------------------------------------------------------------
-
-_SCHEMAS_BY_NAME = {schema.__name__: schema for schema in p.SCHEMA_FOR_TASK.values()}
-
-
-class StubURL(str):
-    """The stub's base URL (``http://127.0.0.1:PORT/v1``), carrying what the server saw.
-
-    ``requests`` holds each request body; ``judge`` is the FakeJudge answering them.
-    """
-
-    requests: list[dict[str, Any]]
-    judge: FakeJudge
-    usage: dict[str, int]
-    replies: list[dict[str, Any]]
-    auth: list[str | None]
-
-    @property
-    def count(self) -> int:
-        return len(self.requests)
-
-
-@contextmanager
-def stub_server(
-    judge: FakeJudge | None = None,
-    *,
-    fail_first: int = 0,
-    fail_status: int = 429,
-    schemas: Sequence[type[BaseModel]] = (),
-    refuse_json_schema: bool = False,
-    context_window: int | None = None,
-    port: int = 0,
-    cached_tokens: int = 0,
-    cached_field: Literal["openai", "llama"] = "openai",
-    slots: int | None = None,
-    before_answer: Callable[[dict[str, Any]], None] | None = None,
-    raw_reply: tuple[str, str] | None = None,
-    tokens_per_s: float | None = None,
-) -> Iterator[StubURL]:
-    """Serve ``/v1/chat/completions`` (and ``GET /v1/models``) on 127.0.0.1 (``port``; 0 = a
-    free one) through ``judge``.
-
-    ``fail_first`` requests get HTTP ``fail_status`` (429 or 5xx) before any is answered, to
-    exercise client retries. The schema of a request is taken from its JSON-schema
-    ``response_format`` name, from the task line of one of this project's prompts, or from
-    ``schemas`` (extra models, matched by name in the request). Yields the base URL.
-
-    Opt-in imitations of real servers: ``refuse_json_schema`` answers a ``json_schema``
-    ``response_format`` with HTTP 500 naming it, as llama-cpp-python's server does (it takes
-    only ``text`` or ``json_object``, the schema under ``response_format.schema``).
-    ``context_window`` publishes that size at ``GET /props`` as llama.cpp does, and counts at
-    most that many prompt tokens, as a server that silently cuts longer prompts does (Ollama).
-    ``slots`` publishes ``total_slots`` at ``/props`` (llama.cpp's ``-np``). ``cached_tokens``
-    reports that many of each reply's prompt tokens as cached, in
-    ``usage.prompt_tokens_details.cached_tokens`` (``cached_field="openai"``) or llama.cpp's
-    ``timings.cache_n`` (``"llama"``). ``before_answer(request)`` runs in the request's thread
-    before it is answered: a test blocks there on its events to hold a reply (a slow or a hung
-    server). ``raw_reply=(content_type, body)`` answers every chat request with that body (an
-    HTML page, a stream). ``url.usage`` sums what the stub reported: ``calls`` (requests
-    received), ``prompt_tokens``, ``cached_tokens``, ``completion_tokens``; ``url.replies``
-    lists each answered request's counts and ``json_schema`` name. ``tokens_per_s`` reports
-    that generation speed in llama.cpp's ``timings.predicted_per_second``. ``url.auth`` holds
-    each chat request's ``Authorization`` header.
-    """
-    fake = judge if judge is not None else FakeJudge()
-    known = {**_SCHEMAS_BY_NAME, **{s.__name__: s for s in schemas}}
-    url = StubURL("")
-    seen: list[dict[str, Any]] = []
-    lock = threading.Lock()
-    failures = {"left": fail_first}
-    reported = {"calls": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
-    replies: list[dict[str, Any]] = []
-    auth: list[str | None] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
-            body = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_GET(self) -> None:
-            path = self.path.rstrip("/")
-            if path.endswith("/models"):
-                model = {"id": fake.model_id, "object": "model", "owned_by": "stub"}
-                self._send(200, {"object": "list", "data": [model]})
-            elif path == "/props" and (context_window is not None or slots is not None):
-                props: dict[str, Any] = {}
-                if context_window is not None:
-                    props["default_generation_settings"] = {"n_ctx": context_window}
-                if slots is not None:
-                    props["total_slots"] = slots
-                self._send(200, props)
-            else:
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", 0))
-            try:
-                request = json.loads(self.rfile.read(length) or b"{}")
-            except json.JSONDecodeError:
-                self._send(400, {"error": {"message": "request body is not JSON"}})
-                return
-            if not self.path.rstrip("/").endswith("/chat/completions"):
-                # not a judge call (e.g. a context-window probe of /api/show): not recorded
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
-                return
-            with lock:
-                seen.append(request)
-                auth.append(self.headers.get("Authorization"))
-                reported["calls"] += 1
-                fail = failures["left"] > 0
-                if fail:
-                    failures["left"] -= 1
-            if before_answer is not None:
-                before_answer(request)
-            if raw_reply is not None:
-                body = raw_reply[1].encode()
-                self.send_response(200)
-                self.send_header("Content-Type", raw_reply[0])
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            if fail:
-                self._send(fail_status, {"error": {"message": "stub: simulated failure"}})
-                return
-            response_format = request.get("response_format") or {}
-            if refuse_json_schema and response_format.get("type") == "json_schema":
-                message = (
-                    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
-                    "  Input should be 'text' or 'json_object' [type=literal_error, "
-                    "input_value='json_schema', input_type=str]"
-                )
-                self._send(500, {"error": {"message": message, "type": "internal_server_error"}})
-                return
-            messages = request.get("messages", [])
-            prompt = "\n\n".join(
-                _message_text(m.get("content")) for m in messages if m.get("role") == "user"
-            )
-            schema = _schema_for(request, prompt, known)
-            sent_schema = (
-                (response_format.get("json_schema") or {}).get("schema")
-                or response_format.get("schema")
-                or _schema_in_system(messages)
-            )
-            if schema is None and isinstance(sent_schema, dict):
-                # a schema the fake has no builder for (a probe's): its smallest valid instance
-                content = json.dumps(minimal_instance(sent_schema))
-            elif schema is None:
-                self._send(400, {"error": {"message": "stub: cannot tell which schema to answer"}})
-                return
-            else:
-                try:
-                    seed = request.get("seed")
-                    if getattr(fake, "vary_by_seed", False) and isinstance(seed, int):
-                        content = fake.answer_text(prompt, schema, seed)
-                    else:  # subclasses that override answer_text(prompt, schema) keep working
-                        content = fake.answer_text(prompt, schema)
-                except Exception as exc:  # a scripted exception: the server fails this request
-                    self._send(500, {"error": {"message": f"stub: {exc}"}})
-                    return
-            prompt_tokens = sum(len(_message_text(m.get("content"))) for m in messages) // 4
-            if context_window is not None:
-                prompt_tokens = min(prompt_tokens, context_window)
-            completion_tokens = len(content) // 4
-            cached = min(cached_tokens, prompt_tokens)
-            usage: dict[str, Any] = {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            }
-            extra: dict[str, Any] = {}
-            if cached_tokens and cached_field == "openai":
-                usage["prompt_tokens_details"] = {"cached_tokens": cached}
-            elif cached_tokens:
-                extra["timings"] = {"cache_n": cached, "prompt_n": prompt_tokens - cached}
-            if tokens_per_s is not None:
-                extra.setdefault("timings", {})["predicted_per_second"] = tokens_per_s
-            with lock:
-                reported["prompt_tokens"] += prompt_tokens
-                reported["cached_tokens"] += cached
-                reported["completion_tokens"] += completion_tokens
-                replies.append(
-                    {
-                        "schema": (response_format.get("json_schema") or {}).get("name"),
-                        "prompt_tokens": prompt_tokens,
-                        "cached_tokens": cached,
-                        "completion_tokens": completion_tokens,
-                    }
-                )
-            self._send(
-                200,
-                {
-                    **extra,
-                    "id": f"chatcmpl-stub-{len(seen)}",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": request.get("model", fake.model_id),
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": content},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": usage,
-                },
-            )
-
-    server = _QuietServer(("127.0.0.1", port), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name="stub-server", daemon=True)
-    thread.start()
-    url = StubURL(f"http://127.0.0.1:{server.server_address[1]}/v1")
-    url.requests = seen
-    url.judge = fake
-    url.usage = reported
-    url.replies = replies
-    url.auth = auth
-    try:
-        yield url
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-
-class _QuietServer(ThreadingHTTPServer):
-    """A client that gave up on a held reply (its deadline passed) is no server error."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], BrokenPipeError | ConnectionResetError):
-            return
-        super().handle_error(request, client_address)
-
-
-def _schema_in_system(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The JSON schema a judge put in its system message (modes without a schema field)."""
-    for message in messages:
-        text = _message_text(message.get("content"))
-        if message.get("role") == "system" and "JSON schema: " in text:
-            try:
-                schema = json.loads(text.split("JSON schema: ", 1)[1])
-            except json.JSONDecodeError:
-                return None
-            return schema if isinstance(schema, dict) else None
-    return None
-
-
-def _message_text(content: object) -> str:
-    """A message's text: plain content, or the text parts of a list of content parts (the form
-    DeepEval's OpenAI model sends)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part.get("text", "")
-            for part in content
-            if isinstance(part, dict) and part.get("type") == "text"
-        )
-    return ""
-
-
-def _schema_for(
-    request: dict[str, Any], prompt: str, known: dict[str, type[BaseModel]]
-) -> type[BaseModel] | None:
-    response_format = request.get("response_format") or {}
-    name = (response_format.get("json_schema") or {}).get("name")
-    if name in known:
-        return known[name]
-    task = p.task_of(prompt)
-    if task in p.SCHEMA_FOR_TASK:
-        return p.SCHEMA_FOR_TASK[task]
-    text = json.dumps(request.get("messages", []))
-    for schema_name, schema in known.items():
-        if schema_name in text:
-            return schema
-    return None

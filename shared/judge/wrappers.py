@@ -29,7 +29,8 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from .prompts import schema_fingerprint
+from ..prompts import schema_fingerprint
+from ..usage import Usage, record_usage
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -205,8 +206,6 @@ def _count_retry(judge: _Wrapper) -> None:
     (``usage["retries"]``, and the row's usage collector)."""
     usage = getattr(_unwrap(judge), "usage", None)
     if isinstance(usage, dict) and "retries" in usage:
-        from .usage import record_usage
-
         usage["retries"] += 1
         record_usage(retries=1)
 
@@ -460,3 +459,30 @@ def robust_judge(
 def base_judge(judge: object) -> object:
     """The user's judge inside any wrappers."""
     return _unwrap(judge)
+
+
+def judge_prices(judge: object) -> Any:
+    """The :class:`~shared.pricing.Prices` of the user's judge inside any wrappers (None when
+    it has none: a judge that is not an OpenAIJudge, or a hosted model without a known price)."""
+    return getattr(base_judge(judge), "prices", None)
+
+
+def usage_fields(judge: object, usage: Usage) -> dict[str, Any]:
+    """A result's ``usage`` and ``cost`` (US$, None when no price is known) for one row."""
+    if judge is None:
+        return {}
+    prices = judge_prices(judge)
+    return {"usage": dict(usage), "cost": prices.cost(usage) if prices is not None else None}
+
+
+async def negotiate_judge(judge: object) -> Any:
+    """Let the user's judge find its server's structured mode before the first judging call
+    (:meth:`~shared.openai_judge.OpenAIJudge.negotiate`: one tiny probe per server and model,
+    remembered); None for a judge that has no such step. Never raises."""
+    negotiate = getattr(base_judge(judge), "negotiate", None)
+    if negotiate is None or not inspect.iscoroutinefunction(negotiate):
+        return None
+    try:
+        return await negotiate()
+    except Exception:  # a probe, not a judging call: the first real call reports the problem
+        return None

@@ -50,34 +50,14 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Unpack
 
-from ._compose import (
-    NO_JUDGE,
-    compose_reasons,
-    dimension_fields,
-    failure_text,
-    signature,
-    unscored,
-)
-from ._judge_steps import (
-    Route,
-    answer_and_grade,
-    check_claims,
-    check_claims_at_once,
-    prepare_judge,
-    reference_questions,
-    review_style,
-    review_summary,
-    source_questions,
-)
-from ._sampling import SharedRowAnalysis, combine_samples, sample_judges
-from .adapter_kit import run_sync
-from .dimensions import DimensionEvidence, DimensionSettings, build_evidence, unavailable_evidence
-from .dimensions.batching import BatchAnalysis, SharedAnalyser
-from .dimensions.nlp import pipeline_id
-from .judge import CachedJudge, Judge, base_judge
-from .judge_check import context_budget_for
-from .language import LanguageEvidence, detect, resolve_languages
-from .options import (
+from ..bridge import run_sync
+from ..dimensions import DimensionEvidence, DimensionSettings, build_evidence, unavailable_evidence
+from ..dimensions.batching import BatchAnalysis, SharedAnalyser
+from ..dimensions.nlp import pipeline_id
+from ..judge.check import context_budget_for
+from ..judge.wrappers import CachedJudge, Judge, base_judge, negotiate_judge, usage_fields
+from ..language import LanguageEvidence, detect, resolve_languages
+from ..options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_CONTEXT_BUDGET,
     DEFAULT_N,
@@ -87,10 +67,28 @@ from .options import (
     check_summary,
     normalise_source,
 )
-from .prompts import StyleReview
-from .result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
-from .scoring import alignment_ratio, combine_scores, weighted_coverage
-from .usage import collect_usage, negotiate_judge, usage_fields
+from ..prompts import StyleReview
+from ..result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
+from ..scoring import alignment_ratio, combine_scores, weighted_coverage
+from ..usage import collect_usage
+from .compose import (
+    NO_JUDGE,
+    compose_reasons,
+    dimension_fields,
+    failure_text,
+    signature,
+    unscored,
+)
+from .sampling import SharedRowAnalysis, combine_samples, sample_judges
+from .steps import (
+    Route,
+    answer_and_grade,
+    check_claims,
+    prepare_judge,
+    reference_questions,
+    review_style,
+)
+from .two_call import check_claims_at_once, review_summary, source_questions
 
 
 async def _dimensions(

@@ -1,0 +1,121 @@
+"""The ``stub-judge`` and ``report`` commands: serve the fake judge; rebuild the HTML report from
+a results file. Registered on the app by :mod:`shared.cli.app`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+# names app had from elsewhere, kept on it for the tests and callers that read them there
+from ..runs.results import (
+    Row,
+    detect_result_format,
+    read_results,
+    score_keys,
+    spread_keys,
+)
+from .common import (
+    ENABLE_HINT,
+    _skipped,
+    _usage_error,
+    default_report,
+    err,
+    out,
+)
+from .report import (
+    ReportInfo,
+    bill_from_rows,
+    write_report,
+)
+from .terminal import literal
+
+
+def stub_judge_command(
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: a free one).")] = 0,
+) -> None:
+    """Serve a fake OpenAI-compatible judge on 127.0.0.1 until Ctrl-C (offline trials, no key).
+
+    Point --base-url (any --model name) of `score`, OpenAIJudge, a Ragas llm_factory client or a
+    DeepEval model at the printed URL. Its answers come from word overlap: for trying the tools,
+    not for measuring summaries.
+    """
+    import threading
+
+    from .stub_judge import serve
+
+    stop = threading.Event()
+
+    def announce(url: str) -> None:
+        out.print(url, soft_wrap=True)
+        err.print(
+            f"Stub judge serving at {url} (fake answers, offline). Try: summary-eval score "
+            f"examples/summaries.jsonl --base-url {url} --model stub --no-cache. Ctrl-C stops it."
+        )
+
+    try:
+        serve(port, announce, stop)
+    except OSError as exc:
+        raise _usage_error(f"cannot serve on port {port}: {exc.strerror or exc}") from None
+    except KeyboardInterrupt:
+        stop.set()
+        err.print("Stub judge stopped.")
+
+
+def report_command(
+    results: Annotated[Path, typer.Argument(help="A results file written by `score`.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="HTML file (default: beside RESULTS).")
+    ] = None,
+    worst: Annotated[int, typer.Option(min=0, help="Worst summaries shown.")] = 10,
+) -> None:
+    """Rebuild the HTML report from a results file (no scoring, no judge)."""
+    try:
+        detect_result_format(results)
+    except ValueError as exc:
+        raise _usage_error(str(exc)) from None
+    try:
+        rows = read_results(results)
+    except ValueError as exc:  # not UTF-8
+        raise _usage_error(str(exc)) from None
+    if not rows:
+        raise _usage_error(f"no result rows in {results}")
+    keys = score_keys()
+    keys += [k for k in _numeric_columns(rows) if k not in keys]
+    judges = sorted(
+        {s.split("|", 1)[0].removeprefix("judge:") for r in rows if (s := r.get("signature"))}
+    )
+    path = output or default_report(results)
+    # rows scored without a judge: the same banner of skipped dimensions as the run's report
+    skipped = _skipped(keys) if judges == ["none"] else []
+    run = next(
+        (r["evidence"]["run"] for r in rows if isinstance(r["evidence"].get("run"), dict)), {}
+    )  # the input and command recorded by the run that wrote the first such row
+    info = ReportInfo(
+        input_path=str(run.get("input") or ""),
+        results_path=str(results),
+        judge=", ".join(judges) or "unknown",
+        skipped=skipped,
+        enable_hint=ENABLE_HINT if skipped else "",
+        command=str(run.get("command") or ""),
+        bill=bill_from_rows(rows),
+    )
+    write_report(path, rows, keys, info, worst=worst)
+    err.print(f"Report: {literal(path)}")
+
+
+def plan_signature_of(previous: list[Row], row_id: str) -> str:
+    """The signature an earlier run gave row ``row_id`` (for the refusal message)."""
+    return next((str(r.get("signature")) for r in previous if str(r.get("id")) == row_id), "")
+
+
+def _numeric_columns(rows: list[Row]) -> list[str]:
+    skip = {"position", *spread_keys()}
+    seen: dict[str, None] = {}
+    for row in rows:
+        for key, value in row.items():
+            if key not in skip and isinstance(value, float):
+                seen.setdefault(key)
+    return list(seen)

@@ -1,0 +1,170 @@
+"""The judge calls of the two-call path (the default; docs/DESIGN.md, "How the judge is asked"):
+one call per source and two per summary. The pipeline is the only caller.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from .. import prompts as p
+from ..cache_hints import cache_hint, source_key
+from ..judge.wrappers import CachedJudge
+from ..options import ScoreOptions
+from ..prompts import schemas
+from ..result import ClaimEvidence, QuestionEvidence
+from .steps import (
+    IDK_ANSWERS,
+    Route,
+    _by_index,
+    _check_generated,
+    _generated_evidence,
+    _indexed,
+    _normal,
+    _sized,
+    _user_evidence,
+    check_claims,
+    check_review,
+    fits,
+    reference_questions,
+    review_style,
+)
+
+# ---------------------------------------------------------------------------------------------
+# The two-call path: one call per source, two per summary (docs/DESIGN.md, "How the judge is
+# asked"). Every call that carries the source begins with the source's prefix
+# (:func:`shared.prompts.source_prefix`) and carries its cache hint (:mod:`shared.cache_hints`).
+# ---------------------------------------------------------------------------------------------
+
+
+def _source_hint(source: str) -> str:
+    return source_key(p.source_prefix(source))
+
+
+async def source_questions(
+    source: str,
+    options: ScoreOptions,
+    judge: CachedJudge,
+    route: Route | None = None,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> list[QuestionEvidence]:
+    """The per-source call: the weighted questions with the source's answers (or the user's
+    questions' reference answers), in one reply. A source whose prompt exceeds the context budget
+    goes the step-by-step way (:func:`reference_questions`: parts, retrieved passages)."""
+    route = route if route is not None else Route()
+    langs = {"language": language, "source_language": source_language}
+    if options.questions is None:
+        prompt = p.source_questions_prompt(source, options.n, **langs)
+        if not fits(prompt, options):
+            return await reference_questions(source, options, judge, route, **langs)
+        with cache_hint(_source_hint(source)):
+            generated = await judge.generate(
+                prompt,
+                _sized(schemas.questions_schema(options.n), langs),
+                check=functools.partial(_check_generated, n=options.n),
+            )
+        return _generated_evidence(generated)
+    user = options.questions
+    texts = [q.question for q in user]
+    prompt = p.source_reference_answers_prompt(source, texts, **langs)
+    if not fits(prompt, options):
+        return await reference_questions(source, options, judge, route, **langs)
+    with cache_hint(_source_hint(source)):
+        reply = await judge.generate(
+            prompt,
+            _sized(schemas.reference_answers_schema(len(texts)), langs),
+            check=lambda r: _indexed(r.answers, len(texts), "reference answer"),
+        )
+    return _user_evidence(user, _by_index(reply.answers))
+
+
+def _check_checked(reply: p.CheckedClaims) -> None:
+    if any(not c.claim.strip() for c in reply.claims):
+        raise ValueError("claims must be non-empty strings")
+
+
+async def check_claims_at_once(
+    source: str,
+    summary: str,
+    judge: CachedJudge,
+    options: ScoreOptions,
+    route: Route,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> list[ClaimEvidence]:
+    """The summary's claims extracted and each judged against the full source, in one reply.
+    When that prompt exceeds the context budget: the step-by-step :func:`check_claims`
+    (extraction, then retrieved passages per claim)."""
+    langs = {"language": language, "source_language": source_language}
+    prompt = p.check_claims_prompt(source, summary, **langs)
+    if not fits(prompt, options):
+        return await check_claims(source, summary, judge, options, route, **langs)
+    with cache_hint(_source_hint(source)):
+        reply = await judge.generate(
+            prompt,
+            _sized(schemas.checked_claims_schema(schemas.max_claims(summary)), langs),
+            check=_check_checked,
+        )
+    return [
+        ClaimEvidence(
+            claim=c.claim.strip(), verdict=c.verdict, reason=c.reason.strip(), quote=c.quote.strip()
+        )
+        for c in reply.claims
+    ]
+
+
+def _check_summary_review(reply: Any, questions: int, sentences: int) -> None:
+    if questions:
+        _indexed(reply.answers, questions, "answer")
+    if sentences:
+        check_review(reply, sentences)
+
+
+async def review_summary(
+    summary: str,
+    questions: list[QuestionEvidence],
+    sentences: tuple[str, ...],
+    judge: CachedJudge,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> tuple[list[QuestionEvidence], p.StyleReview | None]:
+    """The summary-only call: the counted questions answered from the summary and graded
+    against their reference answers, and (with ``sentences``) the style review, in one reply.
+    It never sees the source. An "idk" answer is graded 0 whatever the judge said, as on the
+    step-by-step path. With no counted question it is the style review alone; with neither, no
+    call."""
+    langs = {"language": language, "source_language": source_language}
+    counted = [q for q in questions if q.counted]
+    if not counted:
+        review = await review_style(sentences, judge, **langs) if sentences else None
+        return questions, review
+    schema = _sized(schemas.summary_review_schema(len(counted), len(sentences)), langs)
+    reply = await judge.generate(
+        p.review_summary_prompt(
+            summary, [(q.question, q.reference_answer) for q in counted], sentences, **langs
+        ),
+        schema,
+        check=lambda r: _check_summary_review(r, len(counted), len(sentences)),
+    )
+    graded = []
+    for q, a in zip(counted, _by_index(reply.answers), strict=True):
+        answer = a.answer.strip()
+        if _normal(answer) in IDK_ANSWERS:
+            update = {"grade": 0, "grade_reason": "the summary does not answer it"}
+        else:
+            update = {"grade": a.grade, "grade_reason": a.reason}
+        graded.append(q.model_copy(update={"summary_answer": answer, **update}))
+    review = (
+        p.StyleReview.model_validate(
+            {"sentences": reply.sentences, "repeated_points": reply.repeated_points},
+            from_attributes=True,
+        )
+        if sentences
+        else None
+    )
+    by_question = iter(graded)
+    return [next(by_question) if q.counted else q for q in questions], review

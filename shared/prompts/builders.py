@@ -1,0 +1,359 @@
+"""The blocks users' texts are placed in, and the prompt builders (one per task; the pipeline
+calls only these).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from .language import language_block
+from .templates import (
+    _DATA_RULE,
+    _TASK_RE,
+    COMPACT_PROMPTS,
+    LONG_PROMPTS,
+    PROMPTS,
+    SOURCE_PREAMBLE,
+    TASK_LINE,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Blocks
+# ---------------------------------------------------------------------------------------------
+
+
+def neutralise(text: str) -> str:
+    """Make ``text`` unable to open or close a block: the markers use ``<<<`` and ``>>>``."""
+    return text.replace("<<<", "‹‹‹").replace(">>>", "›››")
+
+
+def block(name: str, text: str) -> str:
+    return f"<<<{name}>>>\n{neutralise(text)}\n<<<END {name}>>>"
+
+
+def numbered_block(name: str, items: Sequence[str]) -> str:
+    """One item a line, ``[i] text``, newlines inside an item folded to spaces."""
+    lines = [f"[{i}] {' '.join(item.split())}" for i, item in enumerate(items, start=1)]
+    return block(name, "\n".join(lines))
+
+
+def read_block(prompt: str, name: str) -> str | None:
+    """The text of block ``name`` in ``prompt`` (used by the fake judge), or None."""
+    match = re.search(rf"<<<{name}>>>\n(.*?)\n<<<END {name}>>>", prompt, re.DOTALL)
+    return match.group(1) if match else None
+
+
+def read_numbered_block(prompt: str, name: str) -> list[str]:
+    text = read_block(prompt, name)
+    if text is None:
+        return []
+    return [re.sub(r"^\[\d+\] ", "", line) for line in text.splitlines() if line.startswith("[")]
+
+
+_ANY_BLOCK = re.compile(r"<<<([A-Z][A-Z ]*)>>>\n.*?\n<<<END \1>>>", re.DOTALL)
+
+
+def task_of(prompt: str) -> str | None:
+    """The task named on the prompt's task line, or None for a prompt that is not ours. Read
+    outside the data blocks: a two-call prompt has the source before its task line, and a source
+    that contains a task line of its own must not pose as the task."""
+    match = _TASK_RE.search(_ANY_BLOCK.sub("", prompt))
+    return match.group(1) if match else None
+
+
+def render(
+    task: str,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+    **fields: str | int,
+) -> str:
+    """The prompt of ``task``; with a language that needs one (:func:`languages`), its language
+    block follows the reply format, last, where a small model reads it just before answering.
+    Without, the text is exactly the English template's (its pinned hash holds)."""
+    template, _ = (PROMPTS | LONG_PROMPTS | COMPACT_PROMPTS)[task]
+    text = template.format(task_line=TASK_LINE.format(task=task), data_rule=_DATA_RULE, **fields)
+    extra = language_block(task, language, source_language)
+    return f"{text}\n{extra}\n" if extra else text
+
+
+# ---------------------------------------------------------------------------------------------
+# Builders (one per task; the pipeline calls only these)
+# ---------------------------------------------------------------------------------------------
+
+
+def generate_questions_prompt(
+    source: str, n: int, *, language: str | None = None, source_language: str | None = None
+) -> str:
+    """Questions about ``source``, written in ``language`` (the summary's: the questions of one
+    source are shared only among its summaries in one language)."""
+    return render(
+        "generate_questions",
+        n=n,
+        source_block=block("SOURCE", source),
+        language=language,
+        source_language=source_language,
+    )
+
+
+def answer_user_questions_prompt(
+    source: str,
+    questions: Sequence[str],
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
+    return render(
+        "answer_user_questions",
+        source_block=block("SOURCE", source),
+        questions_block=numbered_block("QUESTIONS", questions),
+        language=language,
+        source_language=source_language,
+    )
+
+
+def extract_claims_prompt(
+    summary: str, *, language: str | None = None, source_language: str | None = None
+) -> str:
+    return render(
+        "extract_claims",
+        summary_block=block("SUMMARY", summary),
+        language=language,
+        source_language=source_language,
+    )
+
+
+def verify_claims_prompt(
+    source: str,
+    claims: Sequence[str],
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
+    return render(
+        "verify_claims",
+        source_block=block("SOURCE", source),
+        claims_block=numbered_block("CLAIMS", claims),
+        language=language,
+        source_language=source_language,
+    )
+
+
+def answer_from_summary_prompt(
+    summary: str,
+    questions: Sequence[str],
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
+    return render(
+        "answer_from_summary",
+        summary_block=block("SUMMARY", summary),
+        questions_block=numbered_block("QUESTIONS", questions),
+        language=language,
+        source_language=source_language,
+    )
+
+
+def grade_item(question: str, reference: str, candidate: str) -> str:
+    """One grade item as a one-line JSON object: every field is a JSON string, so no content
+    (quotes, separators, "reference:" text, newlines) can end its field or forge another; only
+    the JSON syntax the prompt itself writes separates fields. Whitespace runs fold to one space
+    first, as in every numbered block."""
+    fields = {"question": question, "reference": reference, "candidate": candidate}
+    return json.dumps({k: " ".join(v.split()) for k, v in fields.items()}, ensure_ascii=False)
+
+
+def read_grade_item(line: str) -> dict[str, str]:
+    """The fields of one item of a grade prompt's ITEMS block (used by the fake judge)."""
+    fields = json.loads(line)
+    if not isinstance(fields, dict):
+        raise ValueError(f"not a grade item: {line!r}")
+    return {str(k): str(v) for k, v in fields.items()}
+
+
+def grade_answers_prompt(
+    items: Sequence[tuple[str, str, str]],
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
+    """``items``: (question, reference answer, candidate answer) triples, one JSON object each
+    (:func:`grade_item`)."""
+    lines = [grade_item(q, r, c) for q, r, c in items]
+    return render(
+        "grade_answers",
+        items_block=numbered_block("ITEMS", lines),
+        language=language,
+        source_language=source_language,
+    )
+
+
+def review_style_prompt(
+    sentences: Sequence[str], *, language: str | None = None, source_language: str | None = None
+) -> str:
+    """One call for both judged dimensions: vague sentences (specificity) and repeated points
+    (non-redundancy); the sentences are spaCy's split, numbered from 1."""
+    return render(
+        "review_style",
+        sentences_block=numbered_block("SENTENCES", sentences),
+        language=language,
+        source_language=source_language,
+    )
+
+
+def generate_questions_part_prompt(
+    part: str,
+    index: int,
+    parts: int,
+    n: int,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
+    """Questions from part ``index`` (1-based) of ``parts`` of a long source."""
+    return render(
+        "generate_questions_part",
+        n=n,
+        part=index,
+        parts=parts,
+        part_block=block("PART", part),
+        language=language,
+        source_language=source_language,
+    )
+
+
+def excerpts_text(passages: Sequence[tuple[int, str]]) -> str:
+    """Passages ``(position, text)`` in source order, "[…]" wherever text was left out."""
+    lines: list[str] = []
+    previous = None
+    for position, text in sorted(passages):
+        gap = position > 0 if previous is None else position > previous + 1
+        if gap:
+            lines.append("[…]")
+        lines.append(" ".join(text.split()))
+        previous = position
+    return "\n".join(lines)
+
+
+def _excerpts(passages: Sequence[tuple[int, str]], last: int | None) -> str:
+    """:func:`excerpts_text`, with a trailing "[…]" when text follows the last passage shown
+    (``last`` = the source's last passage position)."""
+    text = excerpts_text(passages)
+    if last is not None and passages and max(i for i, _ in passages) < last:
+        text += "\n[…]"
+    return text
+
+
+def verify_claims_excerpts_prompt(
+    passages: Sequence[tuple[int, str]],
+    claims: Sequence[str],
+    last: int | None = None,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
+    """Claims against retrieved passages; ``last`` = the source's last passage position, so a
+    trailing "[…]" shows that text follows."""
+    return render(
+        "verify_claims_excerpts",
+        excerpts_block=block("EXCERPTS", _excerpts(passages, last)),
+        claims_block=numbered_block("CLAIMS", claims),
+        language=language,
+        source_language=source_language,
+    )
+
+
+def answer_user_questions_excerpts_prompt(
+    passages: Sequence[tuple[int, str]],
+    questions: Sequence[str],
+    last: int | None = None,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
+    return render(
+        "answer_user_questions_excerpts",
+        excerpts_block=block("EXCERPTS", _excerpts(passages, last)),
+        questions_block=numbered_block("QUESTIONS", questions),
+        language=language,
+        source_language=source_language,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Builders of the two-call path
+# ---------------------------------------------------------------------------------------------
+
+
+def source_prefix(source: str) -> str:
+    """The bytes every source-carrying two-call prompt of ``source`` begins with: the preamble
+    and the source block, then a blank line. Identical for all of a source's calls, whatever
+    their task, summary or language (those follow it)."""
+    return f"{SOURCE_PREAMBLE}\n\n{block('SOURCE', source)}\n\n"
+
+
+def source_questions_prompt(
+    source: str, n: int, *, language: str | None = None, source_language: str | None = None
+) -> str:
+    """The per-source call: ``n`` weighted questions with the source's answers."""
+    task = render("source_questions", n=n, language=language, source_language=source_language)
+    return source_prefix(source) + task
+
+
+def source_reference_answers_prompt(
+    source: str,
+    questions: Sequence[str],
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
+    """The per-source call with the user's questions: their reference answers."""
+    task = render(
+        "source_reference_answers",
+        questions_block=numbered_block("QUESTIONS", questions),
+        language=language,
+        source_language=source_language,
+    )
+    return source_prefix(source) + task
+
+
+def check_claims_prompt(
+    source: str, summary: str, *, language: str | None = None, source_language: str | None = None
+) -> str:
+    """The summary's claims extracted and each checked against the full source, in one reply."""
+    task = render(
+        "check_claims",
+        summary_block=block("SUMMARY", summary),
+        language=language,
+        source_language=source_language,
+    )
+    return source_prefix(source) + task
+
+
+def review_summary_prompt(
+    summary: str,
+    items: Sequence[tuple[str, str]],
+    sentences: Sequence[str] = (),
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
+    """The summary-only call: ``items`` (question, reference answer) answered from the summary
+    and graded, and, with ``sentences`` (spaCy's split), the style review. Never the source."""
+    lines = [
+        json.dumps(
+            {"question": " ".join(q.split()), "reference": " ".join(r.split())}, ensure_ascii=False
+        )
+        for q, r in items
+    ]
+    fields: dict[str, str] = {
+        "summary_block": block("SUMMARY", summary),
+        "items_block": numbered_block("ITEMS", lines),
+    }
+    if sentences:
+        fields["sentences_block"] = numbered_block("SENTENCES", sentences)
+    task = "review_summary" if sentences else "answer_and_grade"
+    return render(task, language=language, source_language=source_language, **fields)

@@ -1,0 +1,242 @@
+"""The batch runner: score input rows with bounded concurrency, writing each as it finishes.
+
+Resuming is by row: a row whose id, input texts and signature match a finished row of the
+results file is not scored again. Judge calls answered before an interruption are in the
+persistent judge cache, so even a row that was half done pays only for the calls it had not got.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..options import ScoreOptions
+from ..pipeline import ascore_summary, signature
+from ..signature import Signature
+from .inputs import InputRow
+from .results import (
+    STATUS_BAD_INPUT,
+    STATUS_OK,
+    STATUS_UNSCORED,
+    ResultsWriter,
+    Row,
+    error_row,
+    evaluation_row,
+)
+
+
+@dataclass
+class Plan:
+    """What a run will do: rows kept from an earlier run and rows still to score."""
+
+    rows: list[InputRow]
+    kept: dict[str, Row] = field(default_factory=dict)
+    todo: list[InputRow] = field(default_factory=list)
+    signatures: dict[str, str] = field(default_factory=dict)
+    stale: list[str] = field(default_factory=list)
+    """Ids of finished rows, with unchanged texts, scored under other settings (signature or
+    recorded settings)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """This run's settings that change a score (:func:`run_settings`), recorded in every row's
+    ``evidence.settings`` so that a resumed run compares them exactly."""
+
+    run: dict[str, Any] = field(default_factory=dict)
+    """What the run was (``input``, ``command``), recorded in ``evidence.run`` so that a report
+    rebuilt from the results shows them; never compared."""
+
+
+SETTINGS_KEY = "settings"
+"""The key of the run settings in a result row's ``evidence``."""
+RUN_KEY = "run"
+
+
+def run_settings(judge: object, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything of a run that changes a score, as JSON values compared exactly on resume: the
+    options as given (numbers as numbers: ``2.5`` and ``2.5000004`` differ, though the
+    signature's ``:g`` formats them alike), the dimension set, and the judge's model and the
+    settings that change its answers (its server's base URL among them: two servers may serve
+    different weights under one model name)."""
+    from ..judge.wrappers import judge_settings
+
+    settings: dict[str, Any] = {
+        key: value for key, value in sorted(options.items()) if key != "dimensions"
+    }
+    opts = ScoreOptions.from_kwargs(dict(options))
+    settings["dimensions"] = sorted(opts.dimension_settings.dimensions)
+    settings["judge"] = None if judge is None else getattr(judge, "model_id", None)
+    settings["judge_settings"] = {} if judge is None else judge_settings(judge)
+    return json.loads(json.dumps(settings, sort_keys=True, default=str))
+
+
+def recorded_settings(row: Row) -> dict[str, Any] | None:
+    """The run settings a result row recorded, or None (a row written before they were)."""
+    evidence = row.get("evidence")
+    found = evidence.get(SETTINGS_KEY) if isinstance(evidence, dict) else None
+    return found if isinstance(found, dict) else None
+
+
+def stale_reason(previous: list[Row], plan: Plan) -> str:
+    """What differs for the first stale row of ``plan``: the recorded settings that changed
+    (old and new value), else the two signatures."""
+    row_id = plan.stale[0]
+    old = next((r for r in previous if str(r.get("id")) == row_id), {})
+    recorded = recorded_settings(old)
+    if recorded is not None and recorded != plan.settings:
+        keys = sorted(set(recorded) | set(plan.settings), key=str)
+        changed = [
+            f"{key}: {recorded.get(key)!r} then, {plan.settings.get(key)!r} now"
+            for key in keys
+            if recorded.get(key) != plan.settings.get(key)
+        ]
+        return "; ".join(changed)
+    return f"signature {str(old.get('signature'))!r}, this run {plan.signatures[row_id]!r}"
+
+
+def stamp_settings(row: Row, settings: Mapping[str, Any]) -> Row:
+    """``row`` with the run's settings recorded in its evidence (what a resume compares)."""
+    evidence = row.get("evidence")
+    row["evidence"] = {**(evidence if isinstance(evidence, dict) else {}), SETTINGS_KEY: settings}
+    return row
+
+
+def row_options(options: Mapping[str, Any], row: InputRow) -> dict[str, Any]:
+    """The core options for one row: the run's options plus the row's own questions."""
+    return {**options, "questions": row.questions} if row.questions else dict(options)
+
+
+def expected_signature(judge: object, options: Mapping[str, Any]) -> str:
+    """The signature the core will give a result under ``options`` (what resume compares)."""
+    return signature(judge, ScoreOptions.from_kwargs(dict(options)))
+
+
+def accepted_signatures(judge: object, options: Mapping[str, Any]) -> tuple[Signature, Signature]:
+    """The run parts a finished row's signature may have to be resumed: the plain one, and the
+    one of a row whose long source was chunked."""
+    opts = ScoreOptions.from_kwargs(dict(options))
+    return (
+        Signature.parse(signature(judge, opts)),
+        Signature.parse(signature(judge, opts, long=True)),
+    )
+
+
+def plan_run(
+    rows: list[InputRow],
+    previous: list[Row],
+    *,
+    judge: object,
+    options: Mapping[str, Any],
+    retry_unscored: bool = False,
+) -> Plan:
+    """Split rows into those finished by an earlier run and those to score now.
+
+    A finished row is kept only if its input texts and signature are unchanged (same judge,
+    options, prompts and package version), so a changed setting never mixes old scores in.
+    Bad-input rows are always redone: they cost no judge call.
+    """
+    plan = Plan(rows=rows, settings=run_settings(judge, options))
+    by_id = {str(row.get("id")): row for row in previous}
+    run_sig = expected_signature(judge, options)
+    run_accepted = accepted_signatures(judge, options)
+    for row in rows:
+        sig, accepted = run_sig, run_accepted
+        if row.error is None and row.questions:
+            try:
+                sig = expected_signature(judge, row_options(options, row))
+                accepted = accepted_signatures(judge, row_options(options, row))
+            except (TypeError, ValueError) as exc:
+                row.error = f"questions: {exc}"
+        plan.signatures[row.id] = sig
+        old = by_id.get(row.id)
+        finished = old is not None and (
+            old.get("status") == STATUS_OK
+            or (old.get("status") == STATUS_UNSCORED and not retry_unscored)
+        )
+        if (
+            finished
+            and row.error is None
+            and old is not None
+            and old.get("input_hash") == row.input_hash
+        ):
+            recorded = recorded_settings(old)
+            same = recorded is None or recorded == plan.settings  # None: an older file
+            if same and Signature.parse(str(old.get("signature"))).run in accepted:
+                plan.kept[row.id] = old
+                continue
+            plan.stale.append(row.id)
+        plan.todo.append(row)
+    return plan
+
+
+async def score_rows(
+    plan: Plan,
+    writer: ResultsWriter,
+    *,
+    judge: Any,
+    options: Mapping[str, Any],
+    keys: list[str],
+    concurrency: int,
+    on_row: Callable[[Row], None] = lambda row: None,
+) -> list[Row]:
+    """Score ``plan.todo``; append each row to ``writer`` the moment it is done.
+
+    Returns every row (kept and new) in input order. One failing row never stops the others.
+    """
+    limit = asyncio.Semaphore(concurrency)
+    done: dict[str, Row] = dict(plan.kept)
+
+    async def one(row: InputRow) -> None:
+        sig = plan.signatures.get(row.id, "")
+        if row.error is not None:
+            result = bad_row(row, row.error, sig, keys)
+        else:
+            async with limit:
+                result = await _score_one(row, judge, options, sig, keys)
+        stamp_settings(result, plan.settings)
+        if plan.run:
+            result["evidence"][RUN_KEY] = plan.run
+        writer.append(result)
+        done[row.id] = result
+        on_row(result)
+
+    await asyncio.gather(*(one(row) for row in plan.todo))
+    return [done[row.id] for row in plan.rows]
+
+
+async def _score_one(
+    row: InputRow, judge: Any, options: Mapping[str, Any], sig: str, keys: list[str]
+) -> Row:
+    assert row.source is not None and isinstance(row.summary, str)
+    try:
+        ev = await ascore_summary(row.source, row.summary, judge=judge, **row_options(options, row))
+    except (TypeError, ValueError) as exc:  # the core rejected the input before any judge call
+        return bad_row(row, str(exc), sig, keys)
+    except Exception as exc:  # a bug or an unexpected failure: this row only
+        error = f"internal error: {type(exc).__name__}: {exc}"
+        return bad_row(row, error, sig, keys, status=STATUS_UNSCORED)
+    return evaluation_row(
+        row_id=row.id,
+        position=row.position,
+        input_hash=row.input_hash,
+        summary=row.summary,
+        ev=ev,
+        without_judge=judge is None,
+    )
+
+
+def bad_row(
+    row: InputRow, error: str, sig: str, keys: list[str], status: str = STATUS_BAD_INPUT
+) -> Row:
+    """An error row for ``row``: bad input by default, unscored for an unexpected failure."""
+    return error_row(
+        row_id=row.id,
+        position=row.position,
+        input_hash=row.input_hash,
+        summary=row.summary,
+        error=error,
+        signature=sig,
+        keys=keys,
+        status=status,
+    )

@@ -1,0 +1,197 @@
+"""The package's layering rules (docs/ARCHITECTURE.md), read from its import graph.
+
+The graph is read from the source (every ``import`` and ``from ... import``, those inside
+functions included; imports under ``if TYPE_CHECKING:`` do not run and are left out), so the
+test imports nothing heavy and fails on a rule broken anywhere, not only on a path a test runs.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("shared", "ragas_ext", "deepeval_ext")
+MAX_LINES = 600
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _package_of(name: str) -> list[str]:
+    parts = name.split(".")
+    return parts if MODULES[name].name == "__init__.py" else parts[:-1]
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _import_nodes(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement that runs, at any depth (TYPE_CHECKING blocks skipped)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def imports_of(name: str) -> set[str]:
+    """The package modules ``name`` imports. ``from X import y``: X.y when that is a module
+    (then X itself only if X is not a package ``name`` lives in, whose ``__init__`` is already
+    running), else X."""
+    package = _package_of(name)
+    targets: set[str] = set()
+    for node in _import_nodes(ast.parse(MODULES[name].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets |= {alias.name for alias in node.names}
+            continue
+        if node.level:
+            base = package[: len(package) - node.level + 1]
+            module = ".".join(base + ([node.module] if node.module else []))
+        else:
+            module = node.module or ""
+        ancestor = name == module or name.startswith(module + ".")
+        for alias in node.names:
+            sub = f"{module}.{alias.name}"
+            if sub in MODULES:
+                targets.add(sub)
+                if not ancestor:
+                    targets.add(module)
+            elif not ancestor or name != module:
+                targets.add(module)
+    return {target for target in targets if target in MODULES and target != name}
+
+
+GRAPH = {name: imports_of(name) for name in MODULES}
+
+
+def _in(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_nothing_outside_the_cli_imports_the_cli() -> None:
+    offenders = {
+        name: sorted(t for t in targets if _in(t, "shared.cli"))
+        for name, targets in GRAPH.items()
+        if not _in(name, "shared.cli")
+    }
+    assert {name: t for name, t in offenders.items() if t} == {}
+
+
+def test_the_core_never_imports_the_adapter_kit() -> None:
+    """The kit is for the adapters (ragas_ext, deepeval_ext) and the CLI; the core gives it
+    what it re-exports, never the other way round."""
+    core = [
+        name
+        for name in GRAPH
+        if _in(name, "shared") and not _in(name, "shared.cli") and name != "shared.adapter_kit"
+    ]
+    assert sorted(name for name in core if "shared.adapter_kit" in GRAPH[name]) == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return found
+
+
+def test_no_import_cycle_inside_shared() -> None:
+    shared = {
+        name: {t for t in targets if _in(t, "shared")}
+        for name, targets in GRAPH.items()
+        if _in(name, "shared")
+    }
+    assert _cycles(shared) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_module_in_shared_is_over_600_lines() -> None:
+    long = {
+        name: lines
+        for name, path in MODULES.items()
+        if _in(name, "shared")
+        and (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}
+
+
+def test_old_import_paths_are_the_moved_modules() -> None:
+    """For one release the old paths name the very module objects of the new layout (a
+    monkeypatch through either path reaches the code that runs)."""
+    import importlib
+
+    moved = {
+        "shared.distributed": "shared.runs.distributed",
+        "shared.cli.inputs": "shared.runs.inputs",
+        "shared.cli.results": "shared.runs.results",
+        "shared.cli.runner": "shared.runs.runner",
+        "shared.comparison": "shared.analysis.comparison",
+        "shared.human_agreement": "shared.analysis.agreement",
+        "shared.stability": "shared.analysis.stability",
+        "shared.stats": "shared.analysis.stats",
+        "shared.peer_bench": "shared.analysis.bench",
+        "shared.openai_judge": "shared.judge.openai",
+        "shared.judge_check": "shared.judge.check",
+        "shared._replies": "shared.judge.replies",
+        "shared.schemas": "shared.prompts.schemas",
+        "shared._compose": "shared.pipeline.compose",
+        "shared._judge_steps": "shared.pipeline.steps",
+        "shared._sampling": "shared.pipeline.sampling",
+    }
+    for old, new in moved.items():
+        assert importlib.import_module(old) is importlib.import_module(new), old
