@@ -425,7 +425,74 @@ def test_each_call_is_sent_with_its_fitted_limit() -> None:
         judge.generation.update(tokens=400, seconds=100.0)  # measured: 4 tokens/s per call
         assert asyncio.run(judge.generate("p", Reply)).ok
     assert sent[0] == pytest.approx(30, abs=1)  # fit_timeout off: the timeout
-    assert sent[1] == pytest.approx(1000 / 4 * openai_judge.FIT_MARGIN, abs=1)
+    # fit_timeout on: the transport may wait to the ceiling; the judge's own deadline (the
+    # fitted limit, which may grow during the call: next test) ends the call
+    assert sent[1] == pytest.approx(openai_judge.FIT_CEILING_S, abs=1)
+
+
+class _SlowClient:
+    """A client whose one reply comes after ``hold`` seconds and which, while the call runs,
+    lets the judge measure a slow server (as other calls finishing meanwhile would)."""
+
+    base_url = "http://127.0.0.1:9/v1/"
+    api_key = "x"
+
+    def __init__(self, judge_ref: list[Any], hold: float) -> None:
+        self.judge_ref, self.hold, self.cancelled = judge_ref, hold, False
+
+    def with_options(self, **kwargs: Any) -> _SlowClient:
+        return self
+
+    @property
+    def chat(self) -> _SlowClient:
+        return self
+
+    @property
+    def completions(self) -> _SlowClient:
+        return self
+
+    async def create(self, **kwargs: Any) -> Any:
+        from openai.types.chat import ChatCompletion
+
+        # measured while this call runs: 4 tokens/s per call, so 1000 tokens need ~312 s
+        self.judge_ref[0].generation.update(tokens=400, seconds=100.0)
+        try:
+            await asyncio.sleep(self.hold)  # the slow server; never shorter than asked
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        return ChatCompletion.model_validate(
+            {
+                "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": '{"ok": true}'}}],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55},
+            }
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("fit", [True, False])
+def test_a_fitted_limit_grows_with_what_the_run_measures_during_the_call(fit: bool) -> None:
+    # The first calls of a local run are measured with few calls in parallel; once every slot is
+    # busy each call runs slower, and a long reply started early was cut just before it ended
+    # (seen on llama-server: the server then finished it anyway, for nothing). A fitted limit is
+    # therefore re-read at the deadline; a limit the user gave (--timeout) stays fixed.
+    from pydantic import BaseModel
+
+    class Reply(BaseModel):
+        ok: bool
+
+    ref: list[Any] = []
+    client = _SlowClient(ref, hold=0.5)  # longer than the 0.2 s limit the call starts with
+    judge = OpenAIJudge("m", client=client, timeout=0.2, max_tokens=1000, fit_timeout=fit)
+    ref.append(judge)
+    if fit:
+        assert asyncio.run(judge.generate("p", Reply)).ok
+        assert judge.usage["calls"] == 1 and not client.cancelled
+    else:
+        with pytest.raises(openai_judge.JudgeTimeout, match=r"within 0\.2 s"):
+            asyncio.run(judge.generate("p", Reply))
+        assert client.cancelled  # the request is dropped, not left running
 
 
 def test_score_against_a_server_that_never_answers_ends_with_reasons(
@@ -469,3 +536,27 @@ def test_a_rerun_on_the_same_cache_file_sends_no_probe(
         rescored = score_summaries([seed], judge=again, cache=SQLiteStore(cache), dimensions=[])
     assert rescored[0].scored
     assert again.usage["calls"] == 0
+
+
+def test_the_longest_reply_is_sized_for_the_path_and_the_summaries() -> None:
+    # The per-call limit is fitted to the longest reply a call of the run can be sent; on the
+    # two-call path that is the claim check of the longest summary (seen on llama-server: a
+    # 2,951-token claim check cut at a limit sized for the step path's 1,786-token replies).
+    from shared.cli.common import longest_reply
+    from shared.prompts.schemas import (
+        checked_claims_schema,
+        max_claims,
+        questions_schema,
+        reply_token_limit,
+        verdicts_schema,
+    )
+
+    short, long = "One fact. Another.", " ".join(f"Fact number {i}." for i in range(40))
+    steps = longest_reply("steps", 10)
+    assert steps == max(
+        reply_token_limit(questions_schema(10)), reply_token_limit(verdicts_schema(10))
+    )
+    two_short = longest_reply("two-call", 10, [short])
+    two_long = longest_reply("two-call", 10, [short, long])
+    assert two_long == reply_token_limit(checked_claims_schema(max_claims(long)))
+    assert steps < two_short < two_long

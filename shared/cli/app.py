@@ -435,6 +435,8 @@ def score(
             concurrency=concurrency,
             concurrency_given=_given(ctx, "concurrency"),
             n=n,
+            judge_path=judge_path,
+            summaries=[r.summary for r in plan.todo if r.error is None],
         )
     if plan.todo:  # said before the bar, which would otherwise sit at 0/N while they load
         load_models(ScoreOptions.from_kwargs(options).dimension_settings, err.print)

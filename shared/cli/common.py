@@ -12,7 +12,7 @@ import os
 import shlex
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -189,16 +189,19 @@ def fit_to_server(
     concurrency: int,
     concurrency_given: bool,
     n: int,
+    judge_path: str = "two-call",
+    summaries: Iterable[str] = (),
 ) -> tuple[float, int]:
     """Probe the judge's server once (structured mode, generation speed, parallel slots) and
     fit the run to it, saying so before the first row: on a local server that publishes its
     slots, ``--concurrency`` not given becomes the slot count; a per-call limit too short for
     the longest reply the schemas allow at the measured speed is raised when ``--timeout`` was
-    not given (and advised otherwise). Returns the (timeout, concurrency) the run uses."""
+    not given (and advised otherwise). Returns the (timeout, concurrency) the run uses.
+    ``judge_path`` and the rows' ``summaries`` size the longest reply (the two-call check's
+    claim list grows with a summary's sentences)."""
     from ..judge.openai import FIT_CEILING_S
     from ..judge.wrappers import base_judge, negotiate_judge
     from ..pricing import is_local_url
-    from ..prompts.schemas import questions_schema, reply_token_limit, verdicts_schema
 
     inner = base_judge(judge)
     probe = asyncio.run(negotiate_judge(judge))
@@ -228,9 +231,7 @@ def fit_to_server(
             limited.concurrency = concurrency
         err.print(f"Concurrency {concurrency}: the server's slots (--concurrency to change).")
     if probe.tokens_per_s:
-        longest = max(
-            reply_token_limit(questions_schema(n)) or 0, reply_token_limit(verdicts_schema(n)) or 0
-        )
+        longest = longest_reply(judge_path, n, summaries)
         # calls in parallel share the server: assume no gain from batching them
         parallel = min(concurrency, probe.slots) if probe.slots else concurrency
         per_call = probe.tokens_per_s / max(parallel, 1)
@@ -259,6 +260,30 @@ def fit_to_server(
             f"the server's speed (at most {FIT_CEILING_S:g} s); --timeout fixes it."
         )
     return timeout, concurrency
+
+
+def longest_reply(judge_path: str, n: int, summaries: Iterable[str] = ()) -> int:
+    """The largest ``max_tokens`` a call of this run can be sent: the source's questions (``n``)
+    and, on the two-call path, the claim check of the longest summary and the summary review;
+    on the step path, a verdict list of ``n`` claims."""
+    from ..prompts.schemas import (
+        checked_claims_schema,
+        max_claims,
+        questions_schema,
+        reply_token_limit,
+        sentence_count,
+        summary_review_schema,
+        verdicts_schema,
+    )
+
+    schemas: list[Any] = [questions_schema(n)]
+    if judge_path == "steps":
+        schemas.append(verdicts_schema(n))
+    else:
+        texts = [t for t in summaries if t] or [""]
+        schemas.append(checked_claims_schema(max(max_claims(t) for t in texts)))
+        schemas.append(summary_review_schema(n, max(sentence_count(t) for t in texts)))
+    return max(reply_token_limit(schema) or 0 for schema in schemas)
 
 
 PROBE_WORDS = "one-line probe"

@@ -374,26 +374,45 @@ class OpenAIJudge:
         if hinted:
             kwargs["extra_body"] = {**hinted, **(self.extra_body or {})}
         limit = self.timeout if timeout is None else timeout
-        if timeout is None and self.fit_timeout and max_tokens:
+        fitted = timeout is None and self.fit_timeout and bool(max_tokens)
+        if fitted:
             limit = max(limit, self.fitted_limit(max_tokens))
         allowed = self.max_retries if retries is None else retries
         client = await self._client()
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + limit
+        began = loop.time()
+        deadline = began + limit
+        # a fitted limit may grow while the call runs (the calls finishing meanwhile measure the
+        # server under the run's real load): the transport gets the ceiling, the deadline is ours
+        ceiling = began + max(limit, FIT_CEILING_S) if fitted else deadline
         attempt = 0
         while True:
-            remaining = deadline - loop.time()
             self._count(calls=1, retries=1 if attempt else 0)
             started = loop.time()
+            request = asyncio.ensure_future(
+                client.chat.completions.create(**kwargs, timeout=max(ceiling - started, 0.001))
+            )
             try:
-                async with asyncio.timeout(remaining):
-                    response = await client.chat.completions.create(**kwargs, timeout=remaining)
+                try:
+                    while True:
+                        done, _ = await asyncio.wait(
+                            {request}, timeout=max(deadline - loop.time(), 0)
+                        )
+                        if done:
+                            response = request.result()
+                            break
+                        later = began + self.fitted_limit(max_tokens) if fitted else deadline
+                        if later <= deadline or later <= loop.time():
+                            raise TimeoutError
+                        deadline = min(later, ceiling)
+                finally:
+                    request.cancel()  # a no-op once it is done; else the connection is dropped
             except (TimeoutError, openai.APITimeoutError):
                 tries = f" ({attempt + 1} attempts)" if attempt else ""
                 raise JudgeTimeout(
-                    f"judge call timed out: no reply within {limit:g} s{tries} (the per-call "
-                    "limit, timeout= / --timeout); the server is too slow for this limit or "
-                    "not answering"
+                    f"judge call timed out: no reply within {deadline - began:g} s{tries} (the "
+                    "per-call limit, timeout= / --timeout); the server is too slow for this limit "
+                    "or not answering"
                 ) from None
             except (
                 openai.APIConnectionError,
