@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from shared import (
     OpenAIJudge,
@@ -385,82 +386,46 @@ def test_a_fitted_limit_follows_the_measured_speed_only_when_asked() -> None:
     assert judge.fit_timeout is False  # the Python default: timeout is the limit
 
 
-def test_each_call_is_sent_with_its_fitted_limit() -> None:
-    from openai.types.chat import ChatCompletion
-    from pydantic import BaseModel
-
-    class Reply(BaseModel):
-        ok: bool
-
-    sent: list[float] = []
-
-    class Client:
-        base_url = "http://127.0.0.1:9/v1/"
-        api_key = "x"
-
-        def with_options(self, **kwargs: Any) -> Client:
-            return self
-
-        @property
-        def chat(self) -> Client:
-            return self
-
-        @property
-        def completions(self) -> Client:
-            return self
-
-        async def create(self, **kwargs: Any) -> ChatCompletion:
-            sent.append(kwargs["timeout"])
-            return ChatCompletion.model_validate(
-                {
-                    "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": '{"ok": true}'}}],
-                    "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55},
-                }
-            )  # fmt: skip
-
-    for fit in (False, True):
-        judge = OpenAIJudge("m", client=Client(), timeout=30, max_tokens=1000, fit_timeout=fit)
-        judge.generation.update(tokens=400, seconds=100.0)  # measured: 4 tokens/s per call
-        assert asyncio.run(judge.generate("p", Reply)).ok
-    assert sent[0] == pytest.approx(30, abs=1)  # fit_timeout off: the timeout
-    # fit_timeout on: the transport may wait to the ceiling; the judge's own deadline (the
-    # fitted limit, which may grow during the call: next test) ends the call
-    assert sent[1] == pytest.approx(openai_judge.FIT_CEILING_S, abs=1)
+class _Ok(BaseModel):
+    ok: bool
 
 
-class _SlowClient:
-    """A client whose one reply comes after ``hold`` seconds and which, while the call runs,
-    lets the judge measure a slow server (as other calls finishing meanwhile would)."""
+class _FakeClient:
+    """An OpenAI client stand-in whose ``create`` records the transport timeout it was sent and
+    answers ``{"ok": true}``: at once, or after ``hold`` seconds. With ``judge`` set, the call
+    lets that judge measure a slow server (4 tokens/s per call) while it runs, as other calls
+    finishing meanwhile would."""
 
     base_url = "http://127.0.0.1:9/v1/"
     api_key = "x"
 
-    def __init__(self, judge_ref: list[Any], hold: float) -> None:
-        self.judge_ref, self.hold, self.cancelled = judge_ref, hold, False
+    def __init__(self, hold: float = 0.0) -> None:
+        self.hold, self.sent, self.cancelled = hold, [], False
+        self.judge: OpenAIJudge | None = None
 
-    def with_options(self, **kwargs: Any) -> _SlowClient:
+    def with_options(self, **kwargs: Any) -> _FakeClient:
         return self
 
     @property
-    def chat(self) -> _SlowClient:
+    def chat(self) -> _FakeClient:
         return self
 
     @property
-    def completions(self) -> _SlowClient:
+    def completions(self) -> _FakeClient:
         return self
 
     async def create(self, **kwargs: Any) -> Any:
         from openai.types.chat import ChatCompletion
 
-        # measured while this call runs: 4 tokens/s per call, so 1000 tokens need ~312 s
-        self.judge_ref[0].generation.update(tokens=400, seconds=100.0)
-        try:
-            await asyncio.sleep(self.hold)  # the slow server; never shorter than asked
-        except asyncio.CancelledError:
-            self.cancelled = True
-            raise
+        self.sent.append(kwargs["timeout"])
+        if self.judge is not None:  # 1000 tokens now need about 312 s
+            self.judge.generation.update(tokens=400, seconds=100.0)
+        if self.hold:
+            try:
+                await asyncio.sleep(self.hold)  # the slow server; never shorter than asked
+            except asyncio.CancelledError:
+                self.cancelled = True
+                raise
         return ChatCompletion.model_validate(
             {
                 "id": "x", "object": "chat.completion", "created": 0, "model": "m",
@@ -471,27 +436,33 @@ class _SlowClient:
         )  # fmt: skip
 
 
+def test_each_call_is_sent_with_its_fitted_limit() -> None:
+    client = _FakeClient()
+    for fit in (False, True):
+        judge = OpenAIJudge("m", client=client, timeout=30, max_tokens=1000, fit_timeout=fit)
+        judge.generation.update(tokens=400, seconds=100.0)  # measured: 4 tokens/s per call
+        assert asyncio.run(judge.generate("p", _Ok)).ok
+    assert client.sent[0] == pytest.approx(30, abs=1)  # fit_timeout off: the timeout
+    # fit_timeout on: the transport may wait to the ceiling; the judge's own deadline (the
+    # fitted limit, which may grow during the call: next test) ends the call
+    assert client.sent[1] == pytest.approx(openai_judge.FIT_CEILING_S, abs=1)
+
+
 @pytest.mark.parametrize("fit", [True, False])
 def test_a_fitted_limit_grows_with_what_the_run_measures_during_the_call(fit: bool) -> None:
     # The first calls of a local run are measured with few calls in parallel; once every slot is
     # busy each call runs slower, and a long reply started early was cut just before it ended
     # (seen on llama-server: the server then finished it anyway, for nothing). A fitted limit is
     # therefore re-read at the deadline; a limit the user gave (--timeout) stays fixed.
-    from pydantic import BaseModel
-
-    class Reply(BaseModel):
-        ok: bool
-
-    ref: list[Any] = []
-    client = _SlowClient(ref, hold=0.5)  # longer than the 0.2 s limit the call starts with
+    client = _FakeClient(hold=0.5)  # longer than the 0.2 s limit the call starts with
     judge = OpenAIJudge("m", client=client, timeout=0.2, max_tokens=1000, fit_timeout=fit)
-    ref.append(judge)
+    client.judge = judge
     if fit:
-        assert asyncio.run(judge.generate("p", Reply)).ok
+        assert asyncio.run(judge.generate("p", _Ok)).ok
         assert judge.usage["calls"] == 1 and not client.cancelled
     else:
         with pytest.raises(openai_judge.JudgeTimeout, match=r"within 0\.2 s"):
-            asyncio.run(judge.generate("p", Reply))
+            asyncio.run(judge.generate("p", _Ok))
         assert client.cancelled  # the request is dropped, not left running
 
 

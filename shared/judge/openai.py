@@ -393,20 +393,15 @@ class OpenAIJudge:
                 client.chat.completions.create(**kwargs, timeout=max(ceiling - started, 0.001))
             )
             try:
-                try:
-                    while True:
-                        done, _ = await asyncio.wait(
-                            {request}, timeout=max(deadline - loop.time(), 0)
-                        )
-                        if done:
-                            response = request.result()
-                            break
-                        later = began + self.fitted_limit(max_tokens) if fitted else deadline
-                        if later <= deadline or later <= loop.time():
-                            raise TimeoutError
-                        deadline = min(later, ceiling)
-                finally:
-                    request.cancel()  # a no-op once it is done; else the connection is dropped
+                while True:
+                    done, _ = await asyncio.wait({request}, timeout=max(deadline - loop.time(), 0))
+                    if done:
+                        response = request.result()
+                        break
+                    later = began + self.fitted_limit(max_tokens) if fitted else deadline
+                    if later <= deadline or later <= loop.time():
+                        raise TimeoutError
+                    deadline = min(later, ceiling)
             except (TimeoutError, openai.APITimeoutError):
                 tries = f" ({attempt + 1} attempts)" if attempt else ""
                 raise JudgeTimeout(
@@ -427,6 +422,8 @@ class OpenAIJudge:
                 await asyncio.sleep(wait)
                 attempt += 1
                 continue
+            finally:
+                request.cancel()  # a no-op once it is done; else the connection is dropped
             self._note_reply(response, messages, loop.time() - started)
             return response
 
