@@ -15,11 +15,12 @@ that can use it reads :func:`current_cache_hint` and turns it into request field
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from urllib.parse import urlsplit
+
+from .pricing import is_local_url
 
 _HINT: ContextVar[str | None] = ContextVar("summary_eval_cache_hint", default=None)
 
@@ -45,16 +46,6 @@ def current_cache_hint() -> str | None:
     return _HINT.get()
 
 
-def _local(host: str) -> bool:
-    if host in ("localhost", "") or host.endswith(".local"):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_private
-
-
 def request_fields(base_url: str | None, key: str | None) -> dict[str, object]:
     """Extra request-body fields that carry ``key`` to the server at ``base_url``.
 
@@ -67,6 +58,6 @@ def request_fields(base_url: str | None, key: str | None) -> dict[str, object]:
     host = (urlsplit(str(base_url)).hostname or "").lower()
     if host == "api.openai.com":
         return {"prompt_cache_key": key}
-    if _local(host):
+    if is_local_url(str(base_url)):
         return {"cache_prompt": True}
     return {}

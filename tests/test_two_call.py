@@ -329,3 +329,47 @@ def test_the_fake_answers_the_short_check_as_a_compliant_model(seed: tuple[str, 
     for q in result.questions:
         if q.counted and q.summary_answer != "idk":
             assert (q.grade_reason == "") == (q.grade == 5)
+
+
+def _claims_bound(request: dict[str, Any]) -> int:
+    schema = request["response_format"]["json_schema"]["schema"]
+    return int(schema["properties"]["claims"]["maxItems"])
+
+
+def test_a_local_server_gets_the_exact_claim_bound_and_a_hosted_one_the_rounded(
+    seed: tuple[str, str],
+) -> None:
+    # the rounding keeps one schema per source for a provider that caches on the schema
+    # (OpenAI); a local server's grammar is outside its prompt cache, and a small model fills a
+    # list to its bound, so there the bound is exact
+    exact = p.schemas.max_claims(seed[1])
+    assert exact % p.schemas.CLAIMS_STEP  # the seed summary's bound is not a multiple already
+    with stub_server() as url:
+        judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
+        assert judge.caches_schema is False
+        result = score_summary(*seed, judge=judge)
+        checks = [
+            r for r in url.requests if p.task_of(r["messages"][-1]["content"]) == "check_claims"
+        ]
+    assert result.scored and [_claims_bound(r) for r in checks] == [exact]
+    assert "|path:two-call|claims:exact|" in (result.signature or "")
+    hosted = OpenAIJudge("gpt-4o-mini", base_url="https://api.openai.com/v1", api_key="test")
+    assert hosted.caches_schema is True
+    opts = ScoreOptions()
+    assert "claims:exact" not in signature(hosted, opts)
+    # a user's own judge says nothing: it keeps the rounded bound (and the old signature)
+    assert "claims:exact" not in signature(FakeJudge({}), opts)
+    rounded = p.schemas.checked_claims_schema(exact).model_json_schema()
+    assert rounded["properties"]["claims"]["maxItems"] == p.schemas.CLAIMS_STEP
+
+
+def test_the_claim_bound_step_is_checked() -> None:
+    assert (
+        p.schemas.checked_claims_schema(14, 1).model_json_schema()["properties"]["claims"][
+            "maxItems"
+        ]
+        == 14
+    )
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ValueError, match="step"):
+            p.schemas.checked_claims_schema(14, bad)

@@ -51,7 +51,7 @@ from pydantic import BaseModel
 
 from ..cache_hints import current_cache_hint, request_fields
 from ..options import DEFAULT_TIMEOUT
-from ..pricing import Prices, resolve_prices
+from ..pricing import Prices, is_local_url, resolve_prices
 from ..prompts.schemas import reply_token_limit
 from ..usage import new_usage, outside_collectors, record_usage
 from .replies import parse_json_reply
@@ -252,6 +252,14 @@ class OpenAIJudge:
         if self.extra_body:
             settings["extra_body"] = self.extra_body
         return settings
+
+    @property
+    def caches_schema(self) -> bool:
+        """Whether the server may key its prompt cache on the response schema (OpenAI puts the
+        schema before the prompt): True unless the server is local (llama.cpp, vLLM, Ollama and
+        LM Studio turn the schema into a grammar outside the prompt). The two-call claim bound is
+        exact where this is False (:func:`shared.pipeline.compose.claims_step`)."""
+        return not is_local_url(self.base_url)
 
     @property
     def mode(self) -> Mode:

@@ -13,8 +13,9 @@ from .. import prompts as p
 from .._version import __version__
 from ..dimensions import DimensionEvidence
 from ..dimensions.embedding import signature_field
-from ..judge.wrappers import JudgeFailed
+from ..judge.wrappers import JudgeFailed, base_judge
 from ..options import ScoreOptions
+from ..prompts.schemas import CLAIMS_STEP
 from ..reasons import (  # noqa: F401 (REASON_LINE, compose_reasons, sub_score_reason: re-exported)
     REASON_LINE,
     compose_reasons,
@@ -22,6 +23,14 @@ from ..reasons import (  # noqa: F401 (REASON_LINE, compose_reasons, sub_score_r
     sub_score_reason,
 )
 from ..result import NO_JUDGE, SummaryEvaluation  # noqa: F401 (NO_JUDGE: re-exported)
+
+
+def claims_step(judge: object) -> int:
+    """The step the two-call claim bound is rounded up to for ``judge``
+    (:data:`shared.prompts.schemas.CLAIMS_STEP`): 1, the exact bound, for a judge that says its
+    server keeps the response schema out of its prompt cache (``caches_schema = False``: an
+    :class:`~shared.OpenAIJudge` on a local server); the rounded bound for any other judge."""
+    return CLAIMS_STEP if getattr(base_judge(judge), "caches_schema", True) else 1
 
 
 def signature(
@@ -34,6 +43,9 @@ def signature(
 ) -> str:
     """``judge:<model>|n:<n>|beta:<b>|combine:<c>|prompts:<hash>|path:<p>|version:<v>`` (after
     sacrebleu).
+
+    ``claims:exact`` follows the path on the two-call path when the claim bound is exact
+    (:func:`claims_step`: a judge on a local server), since the bound shapes the reply.
 
     ``path`` is how the judge was asked (``two-call``, the default, or ``steps``); ``prompts``
     is that path's hash (:func:`shared.prompts.compact_prompts_hash` or
@@ -64,6 +76,7 @@ def signature(
     return (
         f"judge:{model}|n:{n}|beta:{beta}|combine:{options.combine}"
         f"|prompts:{prompts}|path:{options.judge_path}"
+        + ("|claims:exact" if options.judge_path == "two-call" and claims_step(judge) == 1 else "")
         + p.language_signature_part(language, source_language)
         + (f"|long:{p.long_prompts_hash()}|budget:{options.context_budget}" if long else "")
         + f"{options.dimension_settings.signature_part()}"

@@ -13,6 +13,7 @@ from ..judge.wrappers import CachedJudge
 from ..options import ScoreOptions
 from ..prompts import schemas
 from ..result import ClaimEvidence, QuestionEvidence
+from .compose import claims_step
 from .steps import (
     IDK_ANSWERS,
     Route,
@@ -105,7 +106,10 @@ async def check_claims_at_once(
     with cache_hint(_source_hint(source)):
         reply = await judge.generate(
             prompt,
-            _sized(schemas.checked_claims_schema(schemas.max_claims(summary)), langs),
+            _sized(
+                schemas.checked_claims_schema(schemas.max_claims(summary), claims_step(judge)),
+                langs,
+            ),
             check=_check_checked,
         )
     return [

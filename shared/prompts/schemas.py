@@ -377,15 +377,20 @@ CLAIMS_STEP = 16
 """The claim bound of a two-call check is :func:`max_claims` rounded up to a multiple of this, so
 the summaries of one source (mostly of similar length) are sent one and the same schema: OpenAI
 places the response schema before the prompt in its cache key, so a schema per summary would
-end every shared prefix at the schema."""
+end every shared prefix at the schema. A judge whose server keeps the schema out of its prompt
+cache (llama.cpp's grammar, vLLM's guided decoding: a local server) gets the exact bound
+(step 1): a small model fills a list to its bound, so the rounding would cost it up to 15 more
+claims of reply per summary for nothing."""
 
 
-@functools.lru_cache(maxsize=256)
-def checked_claims_schema(at_most: int) -> type[CheckedClaims]:
-    """0 to ``at_most`` checked claims, ``at_most`` rounded up to a multiple of
-    :data:`CLAIMS_STEP` (at most :data:`MAX_ITEMS`)."""
+@functools.lru_cache(maxsize=256, typed=True)  # typed: step=True is refused, not read as 1
+def checked_claims_schema(at_most: int, step: int = CLAIMS_STEP) -> type[CheckedClaims]:
+    """0 to ``at_most`` checked claims, ``at_most`` rounded up to a multiple of ``step``
+    (at most :data:`MAX_ITEMS`)."""
     _count(at_most, "claim")
-    bound = min(MAX_ITEMS, -(-at_most // CLAIMS_STEP) * CLAIMS_STEP)
+    if not isinstance(step, int) or isinstance(step, bool) or step < 1:
+        raise ValueError(f"step must be a positive int, got {step!r}")
+    bound = min(MAX_ITEMS, -(-at_most // step) * step)
     return create_model(
         "CheckedClaims",
         __base__=CheckedClaims,
