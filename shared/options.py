@@ -361,8 +361,18 @@ class ScoreOptions(OptionFields):
     """Validated, immutable options of one scoring call (hashable: usable as a cache key).
 
     Build it with keywords (each checked, with an error naming the option) or from a dict with
-    :meth:`from_kwargs`, which also rejects unknown names.
+    :meth:`from_kwargs`; an unknown name is refused. :attr:`given` remembers which options the
+    caller set: "not given" is a choice the core acts on (``context_budget`` not given is fitted
+    to the judge server's context window), so it travels with the object from a command-line
+    flag to the core.
     """
+
+    def __init__(self, **options: Any) -> None:
+        check_names(options)
+        for f in dataclasses.fields(OptionFields):
+            object.__setattr__(self, f.name, options.get(f.name, f.default))
+        object.__setattr__(self, "_given", frozenset(options))
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(OptionFields):
@@ -392,6 +402,16 @@ class ScoreOptions(OptionFields):
         raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
 
     @property
+    def given(self) -> frozenset[str]:
+        """The options set by the caller; the others hold their defaults."""
+        return self._given  # type: ignore[attr-defined,no-any-return]
+
+    def given_kwargs(self) -> dict[str, Any]:
+        """The options set by the caller, by name (what :meth:`from_kwargs` takes back, with
+        the same :attr:`given`)."""
+        return {name: getattr(self, name) for name in OPTION_NAMES if name in self.given}
+
+    @property
     def dimension_settings(self) -> DimensionSettings:
         return self._dimension_settings  # type: ignore[attr-defined]
 
@@ -404,10 +424,11 @@ class ScoreOptions(OptionFields):
     def merged(self, **given: Any) -> ScoreOptions:
         """These options with ``given`` on top (what is not given keeps its value here)."""
         check_names(given)
-        return dataclasses.replace(self, **given)
+        return type(self)(**{**self.given_kwargs(), **given})
 
     def as_kwargs(self) -> dict[str, Any]:
-        """Every option by name (what :meth:`from_kwargs` takes back)."""
+        """Every option by name (what :meth:`from_kwargs` takes back; every option then counts
+        as given)."""
         return {name: getattr(self, name) for name in OPTION_NAMES}
 
 

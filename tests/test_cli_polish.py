@@ -267,7 +267,7 @@ def test_one_call_reads_in_the_singular_and_the_cli_judge_is_tracked() -> None:
     assert asyncio.run(one_pending()) == "waiting on the judge: 1 call in flight, oldest 100 s"
     assert JudgeWaitColumn(None).render(None).plain == ""
     with stub_server() as url:
-        judge, _ = cli_app.build_judge(
+        judge, _, _ = cli_app.build_judge(
             model="stub", base_url=url, no_judge=False, retries=0, concurrency=1, cache=None
         )
     assert isinstance(in_flight_of(judge), InFlightJudge)

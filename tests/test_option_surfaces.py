@@ -195,9 +195,9 @@ def test_cli_flags_reach_the_core(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
     def fake_judge(**kwargs: Any) -> tuple[object, str]:
         seen["judge"] = kwargs
-        return object(), "fake"  # a judge: --samples k > 1 needs one
+        return object(), "fake", None  # a judge: --samples k > 1 needs one
 
-    def stop(rows: Any, previous: Any, *, options: dict[str, Any], **kwargs: Any) -> Any:
+    def stop(rows: Any, previous: Any, *, options: ScoreOptions, **kwargs: Any) -> Any:
         seen["options"] = options
         raise typer.Exit(0)
 
@@ -216,7 +216,7 @@ def test_cli_flags_reach_the_core(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         cli_app.app, ["score", str(source), "-o", str(tmp_path / "out.jsonl"), *flags]
     )
     assert result.exit_code == 0, result.output
-    given = {**seen["options"], **seen["judge"]}
+    given = {**seen["options"].given_kwargs(), **seen["judge"]}
     for name in OPTION_NAMES:
         if name not in CLI_EXEMPT:
             _same(ScoreOptions(**{name: given[name]}), _expected(name))
@@ -236,14 +236,35 @@ def test_every_surface_reports_every_sub_score() -> None:
     assert set(cli_app.SHORT_NAMES) | {"score"} == set(SUB_SCORE_NAMES)
 
 
-def test_the_ray_engine_passes_context_budget_only_when_given() -> None:
-    """A flag not given reaches the Ray actors' core as it reaches the local one, so both fit the
-    budget to the judge server's context window (tests/test_distributed.py runs it on Ray)."""
-    from shared.cli.ray_engine import core_options
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_one_options_object_reaches_either_engine_with_not_given_kept(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flags become one ScoreOptions that reaches the engine; a --context-budget not given
+    stays "not given" in it, so the core on either engine fits the budget to the judge server's
+    window (tests/test_distributed.py runs that on Ray)."""
+    if engine == "ray":
+        pytest.importorskip("ray")
+        from shared.cli.ray_engine import RayEngine as engine_class
+    else:
+        from shared.cli.engines import LocalEngine as engine_class
+    jobs: list[Any] = []
 
-    core = {"n": 10, "context_budget": DEFAULTS.context_budget, "samples": 1}
-    assert "context_budget" not in core_options(core, None, frozenset({"n"}))
-    given = core_options({**core, "context_budget": 3000}, "density", frozenset({"context_budget"}))
-    assert given["context_budget"] == 3000
-    assert given["dimensions"] == ["density"]
-    assert core_options(core, None, frozenset()) == {"n": 10, "samples": 1}
+    def run(self: Any, job: Any) -> Any:
+        jobs.append(job)
+        raise typer.Exit(0)
+
+    monkeypatch.setattr(engine_class, "run", run)
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"source": "A cat sat.", "summary": "A cat."}\n')
+    base = ["score", str(source), "-o", str(tmp_path / "out.jsonl"), "--no-judge"]
+    for extra in ([], ["--context-budget", "3000"]):
+        result = CliRunner().invoke(
+            cli_app.app, [*base, "--engine", engine, "--n", "3", "--dimensions", "density", *extra]
+        )
+        assert result.exit_code == 0, result.output
+    not_given, given = (job.options for job in jobs)
+    assert isinstance(not_given, ScoreOptions) and not_given.n == 3
+    assert not_given.dimensions == ("density",)
+    assert "context_budget" not in not_given.given
+    assert "context_budget" in given.given and given.context_budget == 3000

@@ -604,12 +604,12 @@ def test_a_repeated_csv_header_is_refused(tmp_path: Path) -> None:
 def test_a_field_absent_from_every_jsonl_row_is_a_usage_error(
     tmp_path: Path, missing: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import shared.cli.app as cli
+    import shared.cli.engines as engines
 
     def no_models(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("models were loaded for an input that cannot be scored")
 
-    monkeypatch.setattr(cli, "load_models", no_models)
+    monkeypatch.setattr(engines, "load_models", no_models)
     rows = [{k: v for k, v in {**ROW, "id": str(i)}.items() if k != missing} for i in range(3)]
     source = write_jsonl(tmp_path / "in.jsonl", rows)
     out = tmp_path / "o.jsonl"

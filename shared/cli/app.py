@@ -7,30 +7,17 @@ summary line says how many), 2 usage error (bad option, unreadable input, judge 
 
 from __future__ import annotations
 
-import asyncio
 import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
 
 from .. import ScoreOptions
 from ..adapter_kit import DEFAULTS, option_help
-from ..options import RUN_DEFAULTS
-from ..runs.inputs import Columns, InputError, detect_format, read_rows
+from ..options import RUN_DEFAULTS, RunSettings
+from ..runs.inputs import Columns, InputError
 
 # names app had from elsewhere, kept on it for the tests and callers that read them there
 from ..runs.results import (  # noqa: F401
@@ -45,7 +32,7 @@ from ..runs.results import (  # noqa: F401
     score_keys,
     spread_keys,
 )
-from ..runs.runner import plan_run, score_rows, stale_reason
+from ..runs.runner import plan_run, stale_reason
 from .common import (  # noqa: F401 (the names app had, re-exported)
     ENABLE_HINT,
     EXIT_INTERRUPTED,
@@ -76,13 +63,8 @@ from .common import (  # noqa: F401 (the names app had, re-exported)
     out,
     run_report_info,
 )
-from .judge_wait import (
-    InFlightJudge,  # noqa: F401
-    JudgeActivityColumn,
-    JudgeWaitColumn,
-    in_flight_of,
-)
-from .models import load_models
+from .engines import Engine, Job, LocalEngine, RateColumn  # noqa: F401 (RateColumn: was here)
+from .judge_wait import InFlightJudge  # noqa: F401
 from .paths import PathProblem, check_run_paths
 from .report import (
     stability_section,  # noqa: F401
@@ -139,16 +121,6 @@ def main(
     ] = False,
 ) -> None:
     """Score LLM-written summaries against their sources; write results and an HTML report."""
-
-
-class RateColumn(ProgressColumn):
-    """Rows per second since the run started (rich's own speed column counts bytes)."""
-
-    def render(self, task: Task) -> Text:
-        elapsed = task.finished_time if task.finished else task.elapsed
-        if not elapsed or not task.completed:
-            return Text("-- rows/s", style="progress.data.speed")
-        return Text(f"{task.completed / elapsed:.2f} rows/s", style="progress.data.speed")
 
 
 def _core(name: str, *flags: str, **kwargs: Any) -> Any:
@@ -304,27 +276,23 @@ def score(
     Rerunning the same command resumes: finished rows are kept, and judge answers already paid
     for come from the cache.
     """
+    given = frozenset(name for name in ctx.params if _given(ctx, name))
+    engine_ = _engine(engine, ray_address)
     columns = Columns(source_column, summary_column, id_column, questions_column)
-    if engine != "local":  # every option, as given; it always ends with typer.Exit
-        from .ray_engine import score_on_ray
-
-        score_on_ray(
-            **{k: v for k, v in locals().items() if k not in ("ctx", "columns", "score_on_ray")},
-            given=frozenset(name for name in ctx.params if _given(ctx, name)),
-        )
     try:
-        fmt = detect_format(input_path, input_format)
-        rows = read_rows(input_path, columns, fmt)
+        rows = engine_.read(input_path, columns, input_format)
     except InputError as exc:
         raise _usage_error(str(exc)) from None
     output = output or default_output(input_path)
     try:
-        detect_result_format(output)
+        engine_.check_output(output)
     except ValueError as exc:
         raise _usage_error(str(exc)) from None
-    report_path = None if no_report else (report or default_report(output))
+    report_path = None if no_report else (report or engine_.report_for(output))
 
-    options: dict[str, Any] = {
+    # the core's options from their flags, as one object; context_budget only when given (not
+    # given, the core fits it to the judge server's context window on either engine)
+    core: dict[str, Any] = {
         "n": n,
         "beta": beta,
         "combine": combine,
@@ -332,20 +300,26 @@ def score(
         "density_target": density_target,
         "density_tolerance": density_tolerance,
         "coherence_formula": coherence_formula,
-        "context_budget": context_budget,
         "samples": samples,
         "language": language,
         "judge_path": judge_path,
     }
+    if "context_budget" in given:
+        core["context_budget"] = context_budget
     if dimensions is not None:
-        options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
-    source = ctx.get_parameter_source("context_budget")
-    if getattr(source, "name", None) == "DEFAULT":  # typer's click may not be click's own enum
-        # not given: the core fits the budget to the judge server's context window, if told
-        del options["context_budget"]
-
-    try:  # retries and concurrency shape the judge wrapper built below; check them alike
-        ScoreOptions.from_kwargs({**options, "retries": retries, "concurrency": concurrency})
+        core["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
+    settings = RunSettings(
+        timeout=timeout,
+        threshold=threshold,
+        flip_threshold=flip_threshold,
+        actors=actors,
+        concurrency=concurrency,
+    )
+    try:
+        options = ScoreOptions.from_kwargs(core)
+        # retries and concurrency shape the judge wrapper built below: checked alike
+        options.merged(retries=retries, concurrency=concurrency)
+        engine_.check_settings(settings)
     except (TypeError, ValueError) as exc:
         raise _usage_error(f"bad option: {exc}") from None
 
@@ -354,7 +328,7 @@ def score(
         check_run_paths(
             input_path,
             {
-                "results file": output,
+                "results file": engine_.guarded_results(output),
                 "report": report_path,
                 "judge cache": None if no_judge else cache_path,
             },
@@ -362,13 +336,13 @@ def score(
     except PathProblem as exc:
         raise _usage_error(str(exc)) from None
     prices = checked_prices(model, base_url, price_in, price_cached, price_out)
-    judge, judge_text = build_judge(
+    judge, judge_text, recipe = build_judge(
         model=model,
         base_url=base_url,
         no_judge=no_judge,
         retries=retries,
         concurrency=concurrency,
-        cache=cache_path,
+        cache=engine_.driver_cache(cache_path),
         timeout=timeout,
         api_key=api_key,
         prices=prices,
@@ -386,11 +360,11 @@ def score(
             f"are skipped. {ENABLE_HINT}"
         )
     else:
-        err.print(f"Judge: {literal(judge_text)}")
+        err.print(f"Judge: {literal(engine_.describe(judge_text, cache_path, settings))}")
 
     keys = score_keys()
     try:
-        previous = read_results(output)
+        previous = engine_.previous(output)
     except ValueError as exc:  # not UTF-8: never rewritten
         raise _usage_error(str(exc)) from None
     try:
@@ -411,7 +385,18 @@ def score(
             f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {literal(output)}; "
             f"scoring {len(plan.todo)}."
         )
-    expected_completion = expected_calls = None
+    job = Job(
+        plan=plan,
+        output=output,
+        options=options,
+        settings=settings,
+        keys=keys,
+        judge=judge,
+        recipe=recipe,
+        retries=retries,
+        cache=cache_path,
+        given=given,
+    )
     if judge is not None and plan.todo:
         from ..judge.wrappers import judge_prices
         from .bill import estimate_run, estimate_text
@@ -422,74 +407,27 @@ def score(
         except Exception as exc:  # an estimate must never stop a run
             err.print(f"[yellow]No estimate:[/] {type(exc).__name__}: {exc}")
         else:
-            expected_completion, expected_calls = estimate.completion_tokens, estimate.calls
+            job.expected_completion, job.expected_calls = estimate.completion_tokens, estimate.calls
             err.print(estimate_text(estimate, judge_prices(judge)))
     if dry_run:
         err.print("--dry-run: no judge was called.")
         raise typer.Exit(EXIT_OK)
-    if judge is not None and plan.todo:
-        timeout, concurrency = fit_to_server(
-            judge,
-            timeout=timeout,
-            timeout_given=_given(ctx, "timeout"),
-            concurrency=concurrency,
-            concurrency_given=_given(ctx, "concurrency"),
-            n=n,
-            judge_path=judge_path,
-            summaries=[r.summary for r in plan.todo if r.error is None],
-        )
-    if plan.todo:  # said before the bar, which would otherwise sit at 0/N while they load
-        load_models(ScoreOptions.from_kwargs(options).dimension_settings, err.print)
-    writer = ResultsWriter(output, keys, spread=samples > 1)
-    writer.rewrite(plan.kept[row.id] for row in rows if row.id in plan.kept)
-    writer.open_for_append()
 
-    failed = {"n": 0}
-    progress = Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TaskProgressColumn(),
-        RateColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[failed]} failed"),
-        JudgeActivityColumn(in_flight_of(judge), expected_completion, expected_calls),
-        JudgeWaitColumn(in_flight_of(judge)),
-        console=err,
-    )
     try:
-        with progress:
-            task = progress.add_task("scoring", total=len(plan.todo), failed=0)
-
-            def on_row(row: Row) -> None:
-                if row.get("status") != STATUS_OK:
-                    failed["n"] += 1
-                progress.update(task, advance=1, failed=failed["n"])
-
-            all_rows = asyncio.run(
-                score_rows(
-                    plan,
-                    writer,
-                    judge=judge,
-                    options=options,
-                    keys=keys,
-                    concurrency=concurrency,
-                    on_row=on_row,
-                )
-            )
+        all_rows = engine_.run(job)
     except KeyboardInterrupt:
-        writer.close()
-        done = len(read_results(output))
+        try:
+            done = f"{len(engine_.previous(output))} finished rows are"
+        except Exception:  # the count is a courtesy: the rows are saved either way
+            done = "Finished rows are"
         err.print(
-            f"\n[bold yellow]Interrupted.[/] {done} finished rows are saved in {literal(output)}; "
+            f"\n[bold yellow]Interrupted.[/] {done} saved in {literal(output)}; "
             "run the same command again to resume (answers already paid for are cached)."
         )
-        _print_bill(judge)
+        if engine_.judge_calls_here:
+            _print_bill(judge)
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    writer.rewrite(all_rows)
-    bill = _print_bill(judge)
+    bill = _print_bill(judge) if engine_.judge_calls_here else ""
 
     skipped = _skipped(keys) if judge is None else []
     flips = flip_threshold if samples > 1 and judge is not None else None
@@ -502,6 +440,23 @@ def score(
     if flips is not None:
         _print_stability(all_rows, keys, flips)
     raise typer.Exit(_finish(all_rows, output, report_path, skipped))
+
+
+def _engine(name: str, ray_address: str | None) -> Engine:
+    """The engine ``--engine`` names (the Ray one needs the ray extra)."""
+    if name == "local":
+        return LocalEngine()
+    if name != "ray":
+        raise _usage_error(f"unknown engine {name!r}: use local or ray")
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise _usage_error(
+            'the ray engine needs the ray extra: pip install "summary-eval[ray]"'
+        ) from None
+    from .ray_engine import RayEngine
+
+    return RayEngine(ray_address)
 
 
 def _register_extra_commands() -> None:

@@ -15,10 +15,11 @@ import asyncio
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel
 
+from ..options import ScoreOptions
 from ..pricing import Prices
 from ..tokens import estimate_tokens
 from ..usage import format_usage
@@ -77,7 +78,7 @@ class CountingJudge:
 
 
 def estimate_run(
-    pairs: Sequence[tuple[str, str]], options: Mapping[str, Any], *, every_row: bool = False
+    pairs: Sequence[tuple[str, str]], options: ScoreOptions, *, every_row: bool = False
 ) -> Estimate:
     """The judge calls and tokens scoring ``pairs`` (source, summary) under ``options`` will
     take: every pair counted (``every_row``), or the first :data:`ESTIMATE_ROWS` and the rest
@@ -89,16 +90,12 @@ def estimate_run(
         return Estimate(0, 0, 0, 0, 0)
     counted = list(pairs) if every_row else list(pairs[:ESTIMATE_ROWS])
     judge = CountingJudge(estimate_tokens(SYSTEM_PROMPT))
-    from ..dimensions import DIMENSIONS
     from ..subscores import JUDGED_DIMENSIONS
 
-    run_options = dict(options)
     # only the dimensions that call the judge: the others cost no call and much CPU
-    asked = run_options.get("dimensions")
-    run_options["dimensions"] = [
-        d for d in (DIMENSIONS if asked is None else asked) if d in JUDGED_DIMENSIONS
-    ]
-    asyncio.run(ascore_summaries(counted, judge=judge, cache=False, **run_options))
+    judged = [d for d in options.dimensions if d in JUDGED_DIMENSIONS]
+    run_options = options.merged(dimensions=judged, cache=False)
+    asyncio.run(ascore_summaries(counted, judge=judge, options=run_options))
     scale = 1.0
     if len(counted) < len(pairs):
         size = sum(len(s) + len(m) for s, m in counted) or 1

@@ -21,6 +21,8 @@ from rich.console import Console
 from rich.text import Text
 
 from ..options import DEFAULT_TIMEOUT
+from ..pipeline.compose import claims_step
+from ..prompts.schemas import CLAIMS_STEP
 from ..runs.results import (
     NEEDS_JUDGE,
     STATUS_BAD_INPUT,
@@ -72,6 +74,31 @@ def _usage_error(message: str) -> typer.Exit:
     return typer.Exit(EXIT_USAGE)
 
 
+def judge_recipe(
+    *,
+    model: str | None,
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float = DEFAULT_TIMEOUT,
+    prices: dict[str, float | None] | None = None,
+) -> Any:
+    """The OpenAI-compatible judge the flags ask for, as a picklable recipe
+    (:class:`~shared.runs.distributed.OpenAIJudgeConfig`): the driver's judge and every Ray
+    actor's are built from this one object. The model and server are resolved here, from the
+    flags or the environment (``OPENAI_MODEL``, ``OPENAI_BASE_URL``), so every judge built from
+    it asks the same server; an API key not given stays None (each judge reads
+    ``OPENAI_API_KEY`` where it runs, so the key is not carried inside the recipe)."""
+    from ..judge.openai import DEFAULT_MODEL
+    from ..runs.distributed import OpenAIJudgeConfig
+
+    return OpenAIJudgeConfig(
+        model or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL,
+        base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+        api_key=api_key,
+        settings={"timeout": timeout, **{k: v for k, v in (prices or {}).items() if v is not None}},
+    )
+
+
 def build_judge(
     *,
     model: str | None,
@@ -84,21 +111,23 @@ def build_judge(
     api_key: str | None = None,
     prices: dict[str, float | None] | None = None,
     check: bool = True,
-) -> tuple[Any, str]:
-    """The wrapped OpenAI-compatible judge and its description, or (None, why there is none).
-    ``check=False`` (``--dry-run``) builds it without reaching the server."""
+) -> tuple[Any, str, Any]:
+    """The wrapped OpenAI-compatible judge, its description and the recipe it was built from
+    (:func:`judge_recipe`: an engine that scores elsewhere builds its judges from the same
+    one), or (None, why there is none, None). ``check=False`` (``--dry-run``) builds it
+    without reaching the server."""
     env_configured = bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
     if no_judge:
-        return None, "none (--no-judge)"
+        return None, "none (--no-judge)", None
     if not (model or base_url or api_key or env_configured):
-        return None, "none configured"
-    from ..judge.openai import OpenAIJudge
+        return None, "none configured", None
     from ..judge.wrappers import robust_judge
 
+    recipe = judge_recipe(
+        model=model, base_url=base_url, api_key=api_key, timeout=timeout, prices=prices
+    )
     try:
-        inner = OpenAIJudge(
-            model, base_url=base_url, api_key=api_key, timeout=timeout, **(prices or {})
-        )
+        inner = recipe()
     except ValueError as exc:
         raise _usage_error(f"cannot configure the judge: {_in_flags(str(exc))}") from None
     where = str(inner.client.base_url).rstrip("/")
@@ -116,7 +145,7 @@ def build_judge(
             concurrency=concurrency,
         )
     cache_text = f"cache {cache}" if cache is not None else "no cache"
-    return judge, f"{inner.model_id} at {where} ({cache_text})"
+    return judge, f"{inner.model_id} at {where} ({cache_text})", recipe
 
 
 @contextlib.contextmanager
@@ -231,7 +260,7 @@ def fit_to_server(
             limited.concurrency = concurrency
         err.print(f"Concurrency {concurrency}: the server's slots (--concurrency to change).")
     if probe.tokens_per_s:
-        longest = longest_reply(judge_path, n, summaries)
+        longest = longest_reply(judge_path, n, summaries, step=claims_step(judge))
         # calls in parallel share the server: assume no gain from batching them
         parallel = min(concurrency, probe.slots) if probe.slots else concurrency
         per_call = probe.tokens_per_s / max(parallel, 1)
@@ -262,10 +291,13 @@ def fit_to_server(
     return timeout, concurrency
 
 
-def longest_reply(judge_path: str, n: int, summaries: Iterable[str] = ()) -> int:
+def longest_reply(
+    judge_path: str, n: int, summaries: Iterable[str] = (), *, step: int = CLAIMS_STEP
+) -> int:
     """The largest ``max_tokens`` a call of this run can be sent: the source's questions (``n``)
-    and, on the two-call path, the claim check of the longest summary and the summary review;
-    on the step path, a verdict list of ``n`` claims."""
+    and, on the two-call path, the claim check of the longest summary (its bound rounded up to
+    ``step``, as the judge's :func:`~shared.pipeline.compose.claims_step` says) and the summary
+    review; on the step path, a verdict list of ``n`` claims."""
     from ..prompts.schemas import (
         checked_claims_schema,
         max_claims,
@@ -281,7 +313,7 @@ def longest_reply(judge_path: str, n: int, summaries: Iterable[str] = ()) -> int
         schemas.append(verdicts_schema(n))
     else:
         texts = [t for t in summaries if t] or [""]
-        schemas.append(checked_claims_schema(max(max_claims(t) for t in texts)))
+        schemas.append(checked_claims_schema(max(max_claims(t) for t in texts), step))
         schemas.append(summary_review_schema(n, max(sentence_count(t) for t in texts)))
     return max(reply_token_limit(schema) or 0 for schema in schemas)
 

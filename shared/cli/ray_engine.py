@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import bounded_json
-from ..options import DEFAULTS, OPTION_NAMES, ScoreOptions
+from ..options import RunSettings
 from ..runs.inputs import Columns, InputError, InputRow, detect_format, read_rows, row_from_record
 from ..runs.results import (
     ResultsWriter,
@@ -30,10 +30,10 @@ from ..runs.results import (
     columns,
     detect_result_format,
     read_results,
-    score_keys,
 )
-from ..runs.runner import plan_run, stamp_settings
-from .paths import PathProblem, check_run_paths
+from ..runs.runner import RUN_KEY, stamp_settings
+from .common import err
+from .engines import Job
 from .terminal import literal
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -195,313 +195,133 @@ class ParquetResults:
 
 
 # ---------------------------------------------------------------------------------------------
-# The run
+# The engine
 # ---------------------------------------------------------------------------------------------
 
 
-def run_ray(
-    *,
-    rows: list[InputRow],
-    output: Path,
-    options: dict[str, Any],
-    judge_config: Any,
-    judge_for_signature: Any,
-    retries: int,
-    concurrency: int,
-    cache: Path | None,
-    retry_unscored: bool,
-    ray_address: str | None,
-    actors: int,
-    on_row: Any,
-    on_plan: Any,
-) -> list[Row]:
-    """Score ``rows`` on Ray (a new local instance, or the cluster at ``ray_address``)."""
-    import ray
+class RayEngine:
+    """Rows scored on Ray actors (a new local instance, or the cluster at ``address``); the
+    actors build their judges from the driver's recipe and keep their own caches. Input: JSONL,
+    CSV, Parquet or a directory of them; output: JSONL, CSV or Parquet."""
 
-    from ..runs.distributed import prepare
+    name = "ray"
+    judge_calls_here = False  # each actor's judge: their bills are not summed here yet
 
-    keys = score_keys()
-    previous = read_parquet_results(output) if is_parquet(output) else read_results(output)
-    plan = plan_run(
-        rows, previous, judge=judge_for_signature, options=options, retry_unscored=retry_unscored
-    )
-    on_plan(plan)
-    spread = options.get("samples", DEFAULTS.samples) > 1
-    writer: Any = (
-        ParquetResults(output, keys, spread=spread)
-        if is_parquet(output)
-        else ResultsWriter(output, keys, spread=spread)
-    )
-    kept = [plan.kept[row.id] for row in rows if row.id in plan.kept]
-    if isinstance(writer, ResultsWriter):
-        writer.rewrite(kept)
-        writer.open_for_append()
-    done: dict[str, Row] = dict(plan.kept)
-    if plan.todo:
-        env = {k: v for k, v in os.environ.items() if k.startswith("OPENAI_")}
-        started = not ray.is_initialized()
-        if started:
-            ray.init(
-                address=ray_address,
-                include_dashboard=False,
-                log_to_driver=False,
-                runtime_env={"env_vars": env} if env else None,
-            )
-            ray.data.DataContext.get_current().enable_progress_bars = False
-        try:
-            items = [
-                {
-                    "id": row.id,
-                    "position": row.position,
-                    "source": row.source,
-                    "summary": row.summary,
-                    "questions": json.dumps(row.questions) if row.questions else None,
-                    "error": row.error,
-                }
-                for row in plan.todo
-            ]
-            ds = ray.data.from_items(items)
-            scored = prepare(
-                ds,
-                judge=judge_config,
-                columns=Columns(),
-                id_given=True,
-                actors=actors,
-                concurrency=concurrency,
-                cache=str(cache) if cache is not None else False,
-                retries=retries,
-                groups=None,
-                rows_per_group=512,
-                actor_cpus=None,  # sized from the cluster: never every CPU (a hang)
-                checked=True,
-                options=options,
-            )
-            for record in scored.iter_rows():
-                row = stamp_settings(json.loads(record["__row"]), plan.settings)
-                writer.append(row)
-                done[row["id"]] = row
-                on_row(row)
-        finally:
-            writer.close()
-            if started:
-                ray.shutdown()
-    all_rows = [done[row.id] for row in rows]
-    writer.rewrite(all_rows)
-    return all_rows
+    def __init__(self, address: str | None = None) -> None:
+        self.address = address
 
+    def read(self, path: Path, columns: Columns, input_format: str | None) -> list[InputRow]:
+        if input_format not in (None, "jsonl", "csv", "parquet"):
+            raise InputError(f"unknown input format {input_format!r}: use jsonl, csv or parquet")
+        return read_any(path, columns, input_format)
 
-def core_options(
-    core: dict[str, Any], dimensions: str | None, given: frozenset[str]
-) -> dict[str, Any]:
-    """The core's options as the local engine passes them: every core flag's value, the
-    dimension list when given, and ``context_budget`` only when the user gave it, so each actor's
-    core fits the budget to the judge server's context window as the local engine's does."""
-    options = {k: v for k, v in core.items() if k != "context_budget" or k in given}
-    if dimensions is not None:
-        options["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
-    return options
-
-
-def score_on_ray(
-    *,
-    engine: str,
-    input_path: Path,
-    output: Path | None,
-    report: Path | None,
-    no_report: bool,
-    input_format: str | None,
-    source_column: str,
-    summary_column: str,
-    id_column: str,
-    questions_column: str,
-    model: str | None,
-    base_url: str | None,
-    no_judge: bool,
-    dimensions: str | None,
-    concurrency: int,
-    retries: int,
-    timeout: float,
-    flip_threshold: float,
-    cache: Path | None,
-    no_cache: bool,
-    retry_unscored: bool,
-    worst: int,
-    ray_address: str | None,
-    actors: int,
-    force: bool = False,
-    threshold: float | None = None,
-    api_key: str | None = None,
-    price_in: float | None = None,
-    price_cached: float | None = None,
-    price_out: float | None = None,
-    dry_run: bool = False,
-    given: frozenset[str] = frozenset(),
-    **core: Any,
-) -> None:
-    """The ``score`` command on the Ray engine: same checks, outputs and exit status as local.
-
-    ``given``: the flags the user gave (the others hold their defaults).
-    ``core``: the flags of the core's options (n, beta, samples…, declared in
-    :mod:`shared.options`), passed to the scorer as given, as the local engine does; any other
-    flag is one this engine does not know yet, and is refused rather than ignored.
-    """
-
-    import typer
-
-    from . import common as cli
-    from .report import write_report
-
-    if engine != "ray":
-        raise cli._usage_error(f"unknown engine {engine!r}: use local or ray")
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        raise cli._usage_error(
-            'the ray engine needs the ray extra: pip install "summary-eval[ray]"'
-        ) from None
-    cols = Columns(source_column, summary_column, id_column, questions_column)
-    if input_format not in (None, "jsonl", "csv", "parquet"):
-        raise cli._usage_error(f"unknown input format {input_format!r}: use jsonl, csv or parquet")
-    try:
-        rows = read_any(input_path, cols, input_format)
-    except InputError as exc:
-        raise cli._usage_error(str(exc)) from None
-    output = output or cli.default_output(input_path)
-    if not is_parquet(output):
+    def check_output(self, output: Path) -> None:
+        if is_parquet(output):
+            return
         try:
             detect_result_format(output)
         except ValueError:
-            raise cli._usage_error(
+            raise ValueError(
                 f"results file must end in .jsonl, .csv or .parquet, got {output.name!r}"
             ) from None
-    report_path = None if no_report else (report or _report_path(output))
-    unknown = sorted(set(core) - set(OPTION_NAMES))
-    if unknown:
-        flags = ", ".join("--" + name.replace("_", "-") for name in unknown)
-        raise cli._usage_error(f"the ray engine does not support {flags} yet")
-    options = core_options(core, dimensions, given)
-    from ..runs.distributed import OpenAIJudgeConfig
 
-    try:  # retries and concurrency shape each actor's judge wrapper; check them alike
-        ScoreOptions.from_kwargs({**options, "retries": retries, "concurrency": concurrency})
-    except (TypeError, ValueError) as exc:
-        raise cli._usage_error(f"bad option: {exc}") from None
-    if concurrency < actors:
-        raise cli._usage_error(
-            f"--concurrency ({concurrency}) must be at least --actors ({actors})"
-        )
-    cache_path = None if no_cache else (cache or cli.default_cache_path())
-    try:  # as on the local engine: before the first judge call, never onto the input
-        check_run_paths(
-            input_path,
-            {
-                "results file": None if is_parquet(output) else output,
-                "report": report_path,
-                "judge cache": None if no_judge else cache_path,
-            },
-        )
-    except PathProblem as exc:
-        raise cli._usage_error(str(exc)) from None
-    prices = cli.checked_prices(model, base_url, price_in, price_cached, price_out)
-    local_judge, judge_text = cli.build_judge(
-        model=model,
-        base_url=base_url,
-        no_judge=no_judge,
-        retries=retries,
-        concurrency=concurrency,
-        cache=None,
-        timeout=timeout,
-        api_key=api_key,
-        prices=prices,
-        check=not dry_run,
-    )
-    config = None
-    if local_judge is not None:
-        from ..judge.wrappers import base_judge
+    def guarded_results(self, output: Path) -> Path | None:
+        return None if is_parquet(output) else output
 
-        inner: Any = base_judge(local_judge)
-        # a key given by flag travels to the actors; otherwise each reads OPENAI_API_KEY
-        config = OpenAIJudgeConfig(
-            inner.model,
-            base_url=str(inner.client.base_url),
-            api_key=api_key,
-            settings={"timeout": timeout, **{k: v for k, v in prices.items() if v is not None}},
-        )
-        cli.err.print(
-            f"Judge: {literal(judge_text)}; cache {literal(cache_path or 'off')}; "
-            f"Ray, {actors} actors"
-        )
-    else:
-        cli.err.print(f"[bold yellow]No judge[/] ({judge_text}). {cli.ENABLE_HINT}")
-    if dry_run:  # as on the local engine: the estimate, then no judge call at all
-        if local_judge is not None:
-            from ..judge.wrappers import judge_prices
-            from .bill import estimate_run, estimate_text
+    def report_for(self, output: Path) -> Path:
+        return _report_path(output)
 
-            pairs = [(r.source, r.summary) for r in rows if r.error is None]
-            cli.err.print(
-                estimate_text(
-                    estimate_run(pairs, options, every_row=True), judge_prices(local_judge)
+    def check_settings(self, settings: RunSettings) -> None:
+        if settings.concurrency < settings.actors:
+            raise ValueError(
+                f"--concurrency ({settings.concurrency}) must be at least --actors "
+                f"({settings.actors})"
+            )
+
+    def driver_cache(self, cache: Path | None) -> Path | None:
+        return None  # the actors keep the cache; the driver's judge only names the run
+
+    def describe(self, judge_text: str, cache: Path | None, settings: RunSettings) -> str:
+        return f"{judge_text}; cache {literal(cache or 'off')}; Ray, {settings.actors} actors"
+
+    def previous(self, output: Path) -> list[Row]:
+        return read_parquet_results(output) if is_parquet(output) else read_results(output)
+
+    def run(self, job: Job) -> list[Row]:
+        import ray
+
+        from ..runs.distributed import prepare
+
+        plan, output = job.plan, job.output
+        spread = job.options.samples > 1
+        writer: Any = (
+            ParquetResults(output, job.keys, spread=spread)
+            if is_parquet(output)
+            else ResultsWriter(output, job.keys, spread=spread)
+        )
+        kept = [plan.kept[row.id] for row in plan.rows if row.id in plan.kept]
+        if isinstance(writer, ResultsWriter):
+            writer.rewrite(kept)
+            writer.open_for_append()
+        done: dict[str, Row] = dict(plan.kept)
+        counts = {"done": 0, "failed": 0}
+        if plan.todo:
+            env = {k: v for k, v in os.environ.items() if k.startswith("OPENAI_")}
+            started = not ray.is_initialized()
+            if started:
+                ray.init(
+                    address=self.address,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    runtime_env={"env_vars": env} if env else None,
                 )
-            )
-        cli.err.print("--dry-run: no judge was called.")
-        raise typer.Exit(cli.EXIT_OK)
-
-    keys = score_keys()
-    failed = {"n": 0, "done": 0}
-
-    def on_plan(plan: Any) -> None:
-        if plan.stale and not force:
-            raise cli._usage_error(
-                f"{len(plan.stale)} finished row(s) of {output} were scored with other settings; "
-                "they are not resumed. Pass --force to score them again and replace them, or "
-                "write to a new file with -o."
-            )
-        if plan.kept:
-            cli.err.print(
-                f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in "
-                f"{literal(output)}; scoring {len(plan.todo)}."
-            )
-        failed["total"] = len(plan.todo)
-
-    def on_row(row: Row) -> None:
-        failed["done"] += 1
-        failed["n"] += row.get("status") != "ok"
-        if failed["done"] % 100 == 0 or failed["done"] == failed.get("total"):
-            cli.err.print(f"scored {failed['done']}/{failed['total']} ({failed['n']} failed)")
-
-    try:
-        all_rows = run_ray(
-            rows=rows,
-            output=output,
-            options=options,
-            judge_config=config,
-            judge_for_signature=local_judge,
-            retries=retries,
-            concurrency=concurrency,
-            cache=cache_path,
-            retry_unscored=retry_unscored,
-            ray_address=ray_address,
-            actors=actors,
-            on_row=on_row,
-            on_plan=on_plan,
-        )
-    except KeyboardInterrupt:
-        cli.err.print(
-            f"\n[bold yellow]Interrupted.[/] Finished rows are saved in {literal(output)}; "
-            "run the same command again to resume."
-        )
-        raise typer.Exit(cli.EXIT_INTERRUPTED) from None
-    skipped = cli._skipped(keys) if local_judge is None else []
-    sampled = options.get("samples", DEFAULTS.samples) > 1 and local_judge is not None
-    flips = flip_threshold if sampled else None
-    if report_path is not None:
-        info = cli.run_report_info(input_path, output, judge_text, skipped, threshold, flips)
-        write_report(report_path, all_rows, keys, info, worst=worst)
-    cli._print_table(all_rows, keys, threshold)
-    if flips is not None:
-        cli._print_stability(all_rows, keys, flips)
-    raise typer.Exit(cli._finish(all_rows, output, report_path, skipped))
+                ray.data.DataContext.get_current().enable_progress_bars = False
+            try:
+                items = [
+                    {
+                        "id": row.id,
+                        "position": row.position,
+                        "source": row.source,
+                        "summary": row.summary,
+                        "questions": json.dumps(row.questions) if row.questions else None,
+                        "error": row.error,
+                    }
+                    for row in plan.todo
+                ]
+                scored = prepare(
+                    ray.data.from_items(items),
+                    judge=job.recipe,
+                    columns=Columns(),
+                    id_given=True,
+                    actors=job.settings.actors,
+                    concurrency=job.settings.concurrency,
+                    cache=str(job.cache) if job.cache is not None else False,
+                    retries=job.retries,
+                    groups=None,
+                    rows_per_group=512,
+                    actor_cpus=None,  # sized from the cluster: never every CPU (a hang)
+                    checked=True,
+                    options=job.options,
+                )
+                for record in scored.iter_rows():
+                    row = stamp_settings(json.loads(record["__row"]), plan.settings)
+                    if plan.run:
+                        row["evidence"][RUN_KEY] = plan.run
+                    writer.append(row)
+                    done[row["id"]] = row
+                    counts["done"] += 1
+                    counts["failed"] += row.get("status") != "ok"
+                    if counts["done"] % 100 == 0 or counts["done"] == len(plan.todo):
+                        err.print(
+                            f"scored {counts['done']}/{len(plan.todo)} ({counts['failed']} failed)"
+                        )
+            finally:
+                writer.close()
+                if started:
+                    ray.shutdown()
+        all_rows = [done[row.id] for row in plan.rows]
+        writer.rewrite(all_rows)
+        return all_rows
 
 
 def _report_path(output: Path) -> Path:

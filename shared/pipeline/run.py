@@ -390,9 +390,16 @@ async def _claims_after_source(
     )
 
 
-async def _fit_context(
-    opts: ScoreOptions, judge: Judge | None, given: Mapping[str, Any]
-) -> ScoreOptions:
+def _options(options: ScoreOptions | None, kwargs: Mapping[str, Any]) -> ScoreOptions:
+    """One options object from an entry point's ``options=`` and keywords (keywords on top)."""
+    if options is None:
+        return ScoreOptions.from_kwargs(dict(kwargs))
+    if not isinstance(options, ScoreOptions):
+        raise TypeError(f"options must be a ScoreOptions, got {type(options).__name__}")
+    return options.merged(**kwargs) if kwargs else options
+
+
+async def _fit_context(opts: ScoreOptions, judge: Judge | None) -> ScoreOptions:
     """``context_budget`` fitted to the judge's context window when the user gave none.
 
     A judge that tells its window (``await judge.context_window()``: llama.cpp ``/props``, vLLM
@@ -405,7 +412,7 @@ async def _fit_context(
         # its server (the structured mode), so a rerun sends no probe
         prepare_judge(judge, opts)
         await negotiate_judge(judge)
-    if "context_budget" in given or judge is None:
+    if "context_budget" in opts.given or judge is None:
         return opts
     ask = getattr(base_judge(judge), "context_window", None)
     if ask is None or not inspect.iscoroutinefunction(ask):
@@ -430,16 +437,20 @@ async def ascore_summary(
     summary: str,
     *,
     judge: Judge | None,
-    **options: Unpack[ScoreOptionsKwargs],
+    options: ScoreOptions | None = None,
+    **kwargs: Unpack[ScoreOptionsKwargs],
 ) -> SummaryEvaluation:
     """Score one summary of ``source``.
+
+    Options come as keywords (``n=5``), as one :class:`~shared.ScoreOptions` (``options=``), or
+    both (the keywords on top of the object).
 
     Raises TypeError/ValueError for bad input (before any judge call), and
     :class:`~shared.dimensions.MissingSpacyModelError` when a dimension needs a spaCy pipeline
     that is not installed; judge failures give an unscored result (``score=None`` and ``error``
     set), never an exception. ``judge=None`` computes only the deterministic dimensions.
     """
-    opts = await _fit_context(ScoreOptions.from_kwargs(options), judge, options)
+    opts = await _fit_context(_options(options, kwargs), judge)
     source_text = normalise_source(source)
     summary_text = check_summary(summary)
     if not opts.dimension_settings.available:
@@ -451,16 +462,18 @@ async def ascore_summaries(
     pairs: Iterable[tuple[str | Sequence[str], str]],
     *,
     judge: Judge | None,
-    **options: Unpack[ScoreOptionsKwargs],
+    options: ScoreOptions | None = None,
+    **kwargs: Unpack[ScoreOptionsKwargs],
 ) -> list[SummaryEvaluation]:
-    """Score many (source, summary) pairs concurrently, in input order.
+    """Score many (source, summary) pairs concurrently, in input order (options as for
+    :func:`ascore_summary`).
 
     A bad pair becomes an unscored result with its reason; it never sinks the batch. Bad options
     (and a missing spaCy pipeline) still raise, since they would fail every row alike. The
     dimensions' CPU work is batched: one ``nlp.pipe`` over all summaries and one ``embed`` call
     over all their sentences, in worker threads, while the judge calls proceed.
     """
-    opts = await _fit_context(ScoreOptions.from_kwargs(options), judge, options)
+    opts = await _fit_context(_options(options, kwargs), judge)
     if not opts.dimension_settings.available:
         await asyncio.to_thread(opts.dimension_settings.check_available)
     stack = prepare_judge(judge, opts)
@@ -521,21 +534,23 @@ def score_summary(
     summary: str,
     *,
     judge: Judge | None,
-    **options: Unpack[ScoreOptionsKwargs],
+    options: ScoreOptions | None = None,
+    **kwargs: Unpack[ScoreOptionsKwargs],
 ) -> SummaryEvaluation:
     """Sync wrapper of :func:`ascore_summary` (works with or without a running event loop)."""
-    return run_sync(lambda: ascore_summary(source, summary, judge=judge, **options))
+    return run_sync(lambda: ascore_summary(source, summary, judge=judge, options=options, **kwargs))
 
 
 def score_summaries(
     pairs: Iterable[tuple[str | Sequence[str], str]],
     *,
     judge: Judge | None,
-    **options: Unpack[ScoreOptionsKwargs],
+    options: ScoreOptions | None = None,
+    **kwargs: Unpack[ScoreOptionsKwargs],
 ) -> list[SummaryEvaluation]:
     """Sync wrapper of :func:`ascore_summaries`."""
     pairs = list(pairs)
-    return run_sync(lambda: ascore_summaries(pairs, judge=judge, **options))
+    return run_sync(lambda: ascore_summaries(pairs, judge=judge, options=options, **kwargs))
 
 
 __all__ = [

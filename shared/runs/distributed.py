@@ -104,7 +104,9 @@ class JobSettings:
     """Everything an actor needs, picklable (sent once per actor)."""
 
     judge_factory: Callable[[], Any] | None
-    options: dict[str, Any]
+    options: ScoreOptions
+    """The core's options, with what was not given left so (the core fits ``context_budget``
+    to the judge server's window when it was not given)."""
     columns: Columns
     id_given: bool
     per_actor_concurrency: int
@@ -169,8 +171,7 @@ class GroupScorer:
                 cache=cache,
                 concurrency=settings.per_actor_concurrency,
             )
-        options = dict(settings.options)
-        self.signature = signature(self.judge, ScoreOptions.from_kwargs(options))
+        self.signature = signature(self.judge, settings.options)
         self.keys = score_keys()
 
     def __call__(self, table: pa.Table) -> pa.Table:
@@ -219,7 +220,7 @@ class GroupScorer:
                 return
             pairs = [(rows[i].source, rows[i].summary) for i in plain]
             try:
-                evs = await ascore_summaries(pairs, judge=self.judge, **self.settings.options)
+                evs = await ascore_summaries(pairs, judge=self.judge, options=self.settings.options)
             except Exception:  # one row broke the batch: score them one by one
                 await asyncio.gather(*(single(i) for i in plain))
                 return
@@ -228,11 +229,13 @@ class GroupScorer:
 
         async def single(i: int) -> None:
             row = rows[i]
-            options = dict(self.settings.options)
+            options = self.settings.options
             if row.questions:
-                options["questions"] = row.questions
+                options = options.merged(questions=row.questions)
             try:
-                ev = await ascore_summary(row.source, row.summary, judge=self.judge, **options)
+                ev = await ascore_summary(
+                    row.source, row.summary, judge=self.judge, options=options
+                )
             except (TypeError, ValueError) as exc:
                 results[i] = self._bad(row, str(exc))
             except Exception as exc:
@@ -282,7 +285,7 @@ def _result_table(
     if settings.id_given:
         cols["id"] = pa.array([row["id"] for row in rows], pa.string())
     cols["status"] = pa.array([row["status"] for row in rows], pa.string())
-    spread = settings.options.get("samples", DEFAULTS.samples) > 1
+    spread = settings.options.samples > 1
     for key in [*keys, *(spread_keys() if spread else [])]:
         cols[key] = pa.array([row.get(key) for row in rows], pa.float64())
     for key in ("reason", "error", "signature", "input_hash"):
@@ -394,7 +397,7 @@ def prepare(
     rows_per_group: int,
     actor_cpus: float | None,
     checked: bool,
-    options: dict[str, Any],
+    options: ScoreOptions,
 ) -> ray.data.Dataset:
     """The lazy scoring plan shared by :func:`score_dataset` and the CLI's Ray engine."""
     import pyarrow as pa
@@ -408,7 +411,7 @@ def prepare(
             f"concurrency is the judge calls in flight in the whole job and must give each of "
             f"the {actors} actors at least one: got {concurrency!r}"
         )
-    ScoreOptions.from_kwargs({**options, "concurrency": concurrency, "retries": retries})
+    options.merged(concurrency=concurrency, retries=retries)  # checked alike
     actor_cpus = actor_cpus_for(cluster_cpus(), actors, actor_cpus)
     if isinstance(cache, os.PathLike):
         cache = os.fspath(cache)
@@ -486,7 +489,8 @@ def score_dataset(
         id=id_column or "__summary_eval_no_id",
         questions=questions_column or "__summary_eval_no_questions",
     )
-    spread = ScoreOptions.from_kwargs(dict(options)).samples > 1  # checks the options first
+    opts = ScoreOptions.from_kwargs(dict(options))  # checks the options first
+    spread = opts.samples > 1
     taken = set(result_columns(id_column is not None, spread)) - {"id"}
     clash = taken & {source_column, summary_column, id_column}
     if clash:
@@ -504,7 +508,7 @@ def score_dataset(
         rows_per_group=rows_per_group,
         actor_cpus=actor_cpus,
         checked=False,
-        options=options,
+        options=opts,
     )
 
 

@@ -53,19 +53,19 @@ SETTINGS_KEY = "settings"
 RUN_KEY = "run"
 
 
-def run_settings(judge: object, options: Mapping[str, Any]) -> dict[str, Any]:
+def run_settings(judge: object, options: ScoreOptions) -> dict[str, Any]:
     """Everything of a run that changes a score, as JSON values compared exactly on resume: the
-    options as given (numbers as numbers: ``2.5`` and ``2.5000004`` differ, though the
+    options given (numbers as numbers: ``2.5`` and ``2.5000004`` differ, though the
     signature's ``:g`` formats them alike), the dimension set, and the judge's model and the
     settings that change its answers (its server's base URL among them: two servers may serve
     different weights under one model name)."""
     from ..judge.wrappers import judge_settings
 
+    given = options.given_kwargs()
     settings: dict[str, Any] = {
-        key: value for key, value in sorted(options.items()) if key != "dimensions"
+        key: value for key, value in sorted(given.items()) if key != "dimensions"
     }
-    opts = ScoreOptions.from_kwargs(dict(options))
-    settings["dimensions"] = sorted(opts.dimension_settings.dimensions)
+    settings["dimensions"] = sorted(options.dimension_settings.dimensions)
     settings["judge"] = None if judge is None else getattr(judge, "model_id", None)
     settings["judge_settings"] = {} if judge is None else judge_settings(judge)
     return json.loads(json.dumps(settings, sort_keys=True, default=str))
@@ -102,20 +102,20 @@ def stamp_settings(row: Row, settings: Mapping[str, Any]) -> Row:
     return row
 
 
-def row_options(options: Mapping[str, Any], row: InputRow) -> dict[str, Any]:
+def row_options(options: ScoreOptions, row: InputRow) -> ScoreOptions:
     """The core options for one row: the run's options plus the row's own questions."""
-    return {**options, "questions": row.questions} if row.questions else dict(options)
+    return options.merged(questions=row.questions) if row.questions else options
 
 
-def expected_signature(judge: object, options: Mapping[str, Any]) -> str:
+def expected_signature(judge: object, options: ScoreOptions) -> str:
     """The signature the core will give a result under ``options`` (what resume compares)."""
-    return signature(judge, ScoreOptions.from_kwargs(dict(options)))
+    return signature(judge, options)
 
 
-def accepted_signatures(judge: object, options: Mapping[str, Any]) -> tuple[Signature, Signature]:
+def accepted_signatures(judge: object, options: ScoreOptions) -> tuple[Signature, Signature]:
     """The run parts a finished row's signature may have to be resumed: the plain one, and the
     one of a row whose long source was chunked."""
-    opts = ScoreOptions.from_kwargs(dict(options))
+    opts = options
     return (
         Signature.parse(signature(judge, opts)),
         Signature.parse(signature(judge, opts, long=True)),
@@ -127,7 +127,7 @@ def plan_run(
     previous: list[Row],
     *,
     judge: object,
-    options: Mapping[str, Any],
+    options: ScoreOptions,
     retry_unscored: bool = False,
 ) -> Plan:
     """Split rows into those finished by an earlier run and those to score now.
@@ -175,7 +175,7 @@ async def score_rows(
     writer: ResultsWriter,
     *,
     judge: Any,
-    options: Mapping[str, Any],
+    options: ScoreOptions,
     keys: list[str],
     concurrency: int,
     on_row: Callable[[Row], None] = lambda row: None,
@@ -206,11 +206,13 @@ async def score_rows(
 
 
 async def _score_one(
-    row: InputRow, judge: Any, options: Mapping[str, Any], sig: str, keys: list[str]
+    row: InputRow, judge: Any, options: ScoreOptions, sig: str, keys: list[str]
 ) -> Row:
     assert row.source is not None and isinstance(row.summary, str)
     try:
-        ev = await ascore_summary(row.source, row.summary, judge=judge, **row_options(options, row))
+        ev = await ascore_summary(
+            row.source, row.summary, judge=judge, options=row_options(options, row)
+        )
     except (TypeError, ValueError) as exc:  # the core rejected the input before any judge call
         return bad_row(row, str(exc), sig, keys)
     except Exception as exc:  # a bug or an unexpected failure: this row only
