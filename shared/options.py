@@ -35,7 +35,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, Unpack
 
 from .dimensions import (
     DEFAULT_SPACY_MODEL,
@@ -367,7 +367,7 @@ class ScoreOptions(OptionFields):
     flag to the core.
     """
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, **options: Unpack[ScoreOptionsKwargs]) -> None:
         check_names(options)
         for f in dataclasses.fields(OptionFields):
             object.__setattr__(self, f.name, options.get(f.name, f.default))

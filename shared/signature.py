@@ -47,6 +47,10 @@ class Signature:
             return True
         return key == LANGUAGE_PROMPTS and value == language_prompts_hash()
 
+    def without(self, key: str) -> Signature:
+        """These fields less every ``key`` field."""
+        return Signature(tuple(f for f in self.fields if f[0] != key))
+
     @property
     def run(self) -> Signature:
         """The run's part: the fields less the row's own (see the module's doc)."""

@@ -119,6 +119,22 @@ def test_bad_row_becomes_error_row_and_the_job_goes_on(local_ray) -> None:
     assert all(got[r["id"]]["status"] == "ok" for r in ROWS)
 
 
+def test_a_row_with_bad_questions_is_a_bad_row_and_the_job_goes_on(local_ray) -> None:
+    # the reader takes any list of questions; the core's check refuses importance 9 and a blank
+    # question: that row is bad input, its neighbours are scored
+    rows = [
+        {**ROWS[0], "id": "good", "questions": None},
+        {**ROWS[1], "id": "loud", "questions": json.dumps([{"question": "Q?", "importance": 9}])},
+        {**ROWS[2], "id": "blank", "questions": json.dumps([{"question": "  "}])},
+    ]
+    with stub_server() as url:
+        got = _run(ray.data.from_items(rows), url, groups=1, questions_column="questions", **FAST)
+    assert got["good"]["status"] == "ok"
+    for row_id in ("loud", "blank"):
+        assert got[row_id]["status"] == "bad_input", got[row_id]
+        assert "question" in got[row_id]["error"]
+
+
 class KillOnce:
     """A judge factory whose judge SIGKILLs its own actor process on its first summary-side call
     (the two-call path's review of the summary alone, asked after the group's questions were

@@ -397,7 +397,8 @@ def score(
         cache=cache_path,
         given=given,
     )
-    if judge is not None and plan.todo:
+    if judge is not None and plan.todo and (engine_.judge_calls_here or dry_run):
+        # (on Ray only for --dry-run: the driver makes no call, and loads no model for one)
         from ..judge.wrappers import judge_prices
         from .bill import estimate_run, estimate_text
 
@@ -417,7 +418,8 @@ def score(
         all_rows = engine_.run(job)
     except KeyboardInterrupt:
         try:
-            done = f"{len(engine_.previous(output))} finished rows are"
+            saved = {str(row.get("id")) for row in engine_.previous(output)}
+            done = f"{len(saved)} finished rows are"
         except Exception:  # the count is a courtesy: the rows are saved either way
             done = "Finished rows are"
         err.print(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import math
 import os
 import shlex
@@ -130,6 +131,9 @@ def build_judge(
         inner = recipe()
     except ValueError as exc:
         raise _usage_error(f"cannot configure the judge: {_in_flags(str(exc))}") from None
+    # the server as this judge resolved it (the OpenAI default too), so that a judge built from
+    # the recipe elsewhere (a Ray actor) asks this server whatever its own environment says
+    recipe = dataclasses.replace(recipe, base_url=str(inner.client.base_url))
     where = str(inner.client.base_url).rstrip("/")
     if check:
         from .check_judge import ensure_reachable

@@ -34,7 +34,6 @@ from ..runs.results import (
 from ..runs.runner import RUN_KEY, stamp_settings
 from .common import err
 from .engines import Job
-from .terminal import literal
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 INPUT_SUFFIXES = (".jsonl", ".ndjson", ".csv", *PARQUET_SUFFIXES)
@@ -242,7 +241,7 @@ class RayEngine:
         return None  # the actors keep the cache; the driver's judge only names the run
 
     def describe(self, judge_text: str, cache: Path | None, settings: RunSettings) -> str:
-        return f"{judge_text}; cache {literal(cache or 'off')}; Ray, {settings.actors} actors"
+        return f"{judge_text}; cache {cache or 'off'}; Ray, {settings.actors} actors"
 
     def previous(self, output: Path) -> list[Row]:
         return read_parquet_results(output) if is_parquet(output) else read_results(output)

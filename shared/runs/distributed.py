@@ -229,10 +229,10 @@ class GroupScorer:
 
         async def single(i: int) -> None:
             row = rows[i]
-            options = self.settings.options
-            if row.questions:
-                options = options.merged(questions=row.questions)
             try:
+                options = self.settings.options
+                if row.questions:  # checked here: a bad question list is this row's error
+                    options = options.merged(questions=row.questions)
                 ev = await ascore_summary(
                     row.source, row.summary, judge=self.judge, options=options
                 )

@@ -63,7 +63,9 @@ def run_settings(judge: object, options: ScoreOptions) -> dict[str, Any]:
 
     given = options.given_kwargs()
     settings: dict[str, Any] = {
-        key: value for key, value in sorted(given.items()) if key != "dimensions"
+        key: dict(value) if isinstance(value, Mapping) else value
+        for key, value in sorted(given.items())
+        if key != "dimensions"
     }
     settings["dimensions"] = sorted(options.dimension_settings.dimensions)
     settings["judge"] = None if judge is None else getattr(judge, "model_id", None)
@@ -112,14 +114,26 @@ def expected_signature(judge: object, options: ScoreOptions) -> str:
     return signature(judge, options)
 
 
+BUDGET_FIELD = "budget"
+"""The signature field of the context budget that chunked a long source."""
+
+
 def accepted_signatures(judge: object, options: ScoreOptions) -> tuple[Signature, Signature]:
     """The run parts a finished row's signature may have to be resumed: the plain one, and the
-    one of a row whose long source was chunked."""
-    opts = options
-    return (
-        Signature.parse(signature(judge, opts)),
-        Signature.parse(signature(judge, opts, long=True)),
-    )
+    one of a row whose long source was chunked. With ``context_budget`` not given the core fits
+    the budget to the judge server's window, which is known only once the run asks the server:
+    the chunked row's budget is then whatever was fitted, and is left out of the comparison
+    (:func:`resumable`)."""
+    long = Signature.parse(signature(judge, options, long=True))
+    if "context_budget" not in options.given:
+        long = long.without(BUDGET_FIELD)
+    return Signature.parse(signature(judge, options)), long
+
+
+def resumable(old_signature: str, accepted: tuple[Signature, ...]) -> bool:
+    """Whether a finished row's signature has the run part of one of ``accepted``."""
+    run = Signature.parse(old_signature).run
+    return run in accepted or run.without(BUDGET_FIELD) in accepted
 
 
 def plan_run(
@@ -162,7 +176,7 @@ def plan_run(
         ):
             recorded = recorded_settings(old)
             same = recorded is None or recorded == plan.settings  # None: an older file
-            if same and Signature.parse(str(old.get("signature"))).run in accepted:
+            if same and resumable(str(old.get("signature")), accepted):
                 plan.kept[row.id] = old
                 continue
             plan.stale.append(row.id)
