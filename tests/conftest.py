@@ -7,6 +7,7 @@ raise ``SocketBlockedError`` inside a test; ``test_network_is_blocked`` proves i
 from __future__ import annotations
 
 import os
+import signal
 
 # Set before any framework is imported by a test module.
 os.environ["RAGAS_DO_NOT_TRACK"] = "true"
@@ -47,3 +48,10 @@ def _forget_learned_structured_modes() -> None:
     openai_judge._learned.clear()
     openai_judge._confirmed.clear()
     openai_judge._probes.clear()
+
+
+def sigint_default() -> None:
+    """``preexec_fn`` of a child process a test stops with SIGINT, as Ctrl-C would: a job a shell
+    starts in the background (``.ci/run &``) has SIGINT ignored, every child inherits that, and
+    Python leaves an ignored SIGINT ignored; the child gets the default back."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -28,6 +28,7 @@ from shared.cli.app import app
 from shared.cli.inputs import Columns, InputError, read_rows
 from shared.cli.results import read_results, score_keys
 from shared.testing import FakeJudge, stub_server
+from tests.conftest import sigint_default
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "summaries.jsonl"
 EXAMPLE_IDS = [json.loads(line)["id"] for line in EXAMPLES.read_text().splitlines()]
@@ -347,6 +348,7 @@ def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=sigint_default,  # the test presses Ctrl-C
     )
 
 

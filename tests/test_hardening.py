@@ -17,6 +17,7 @@ from shared.cli.app import app
 from shared.cli.inputs import Columns, read_rows
 from shared.cli.results import read_results
 from shared.testing import FakeJudge, stub_server
+from tests.conftest import sigint_default
 
 
 def run_cli(*args: Any) -> tuple[int, str]:
@@ -374,6 +375,7 @@ def test_stub_judge_command_serves_ours_and_the_peers_schemas_until_interrupted(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=sigint_default,  # stopped with Ctrl-C
     )
     try:
         assert proc.stdout is not None

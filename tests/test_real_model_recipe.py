@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import sigint_default
+
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "JUDGES.md"
 SERVER_ENV, MODEL_ENV = "SUMMARY_EVAL_LLAMA_SERVER", "SUMMARY_EVAL_GGUF"
@@ -124,7 +126,12 @@ def _run_recipe(port: str, workdir: Path, deadline_s: float) -> tuple[list[dict]
     }
     started = time.monotonic()
     process = subprocess.Popen(
-        command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        command,
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=sigint_default,  # stopped with Ctrl-C at the deadline
     )
     try:
         output, _ = process.communicate(timeout=deadline_s)
