@@ -288,7 +288,7 @@ def score(
         engine_.check_output(output)
     except ValueError as exc:
         raise _usage_error(str(exc)) from None
-    report_path = None if no_report else (report or engine_.report_for(output))
+    report_path = None if no_report else (report or default_report(output))
 
     # the core's options from their flags, as one object; context_budget only when given (not
     # given, the core fits it to the judge server's context window on either engine)

@@ -65,7 +65,7 @@ def default_output(input_path: Path) -> Path:
 
 def default_report(output: Path) -> Path:
     stem = output.name
-    for suffix in (".jsonl", ".ndjson", ".csv"):
+    for suffix in (".jsonl", ".ndjson", ".csv", ".parquet", ".pq"):  # .parquet: the Ray engine
         stem = stem.removesuffix(suffix)
     return output.with_name(f"{stem.removesuffix('.results')}.report.html")
 
@@ -85,16 +85,14 @@ def judge_recipe(
 ) -> Any:
     """The OpenAI-compatible judge the flags ask for, as a picklable recipe
     (:class:`~shared.runs.distributed.OpenAIJudgeConfig`): the driver's judge and every Ray
-    actor's are built from this one object. The model and server are resolved here, from the
-    flags or the environment (``OPENAI_MODEL``, ``OPENAI_BASE_URL``), so every judge built from
-    it asks the same server; an API key not given stays None (each judge reads
-    ``OPENAI_API_KEY`` where it runs, so the key is not carried inside the recipe)."""
-    from ..judge.openai import DEFAULT_MODEL
+    actor's are built from this one object (:func:`build_judge` then pins the model and server
+    the judge resolved). An API key not given stays None: each judge reads ``OPENAI_API_KEY``
+    where it runs, so the key is not carried inside the recipe."""
     from ..runs.distributed import OpenAIJudgeConfig
 
     return OpenAIJudgeConfig(
-        model or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL,
-        base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+        model,
+        base_url=base_url,
         api_key=api_key,
         settings={"timeout": timeout, **{k: v for k, v in (prices or {}).items() if v is not None}},
     )
@@ -131,9 +129,10 @@ def build_judge(
         inner = recipe()
     except ValueError as exc:
         raise _usage_error(f"cannot configure the judge: {_in_flags(str(exc))}") from None
-    # the server as this judge resolved it (the OpenAI default too), so that a judge built from
-    # the recipe elsewhere (a Ray actor) asks this server whatever its own environment says
-    recipe = dataclasses.replace(recipe, base_url=str(inner.client.base_url))
+    # the model and server as this judge resolved them (from the environment, or the OpenAI
+    # defaults), so that a judge built from the recipe elsewhere (a Ray actor) asks the same
+    # model on the same server whatever its own environment says
+    recipe = dataclasses.replace(recipe, model=inner.model, base_url=str(inner.client.base_url))
     where = str(inner.client.base_url).rstrip("/")
     if check:
         from .check_judge import ensure_reachable

@@ -12,7 +12,7 @@ the progress bar; :class:`~.ray_engine.RayEngine` on Ray actors).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -39,7 +39,7 @@ from ..runs.results import (
     read_results,
 )
 from ..runs.runner import Plan, score_rows
-from .common import default_report, err, fit_to_server
+from .common import err, fit_to_server
 from .judge_wait import JudgeActivityColumn, JudgeWaitColumn, in_flight_of
 from .models import load_models
 
@@ -69,7 +69,6 @@ class Job:
     expected_calls: int | None = None
     expected_completion: int | None = None
     """The estimate's calls and completion tokens, for the progress line's ETA."""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Engine(Protocol):
@@ -89,10 +88,6 @@ class Engine(Protocol):
 
     def guarded_results(self, output: Path) -> Path | None:
         """The results file as the path checks guard it (None: written in parts elsewhere)."""
-        ...
-
-    def report_for(self, output: Path) -> Path:
-        """The report's default path beside ``output``."""
         ...
 
     def check_settings(self, settings: RunSettings) -> None:
@@ -141,9 +136,6 @@ class LocalEngine:
 
     def guarded_results(self, output: Path) -> Path | None:
         return output
-
-    def report_for(self, output: Path) -> Path:
-        return default_report(output)
 
     def check_settings(self, settings: RunSettings) -> None:
         return None

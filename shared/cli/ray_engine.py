@@ -31,7 +31,7 @@ from ..runs.results import (
     detect_result_format,
     read_results,
 )
-from ..runs.runner import RUN_KEY, stamp_settings
+from ..runs.runner import stamp_run
 from .common import err
 from .engines import Job
 
@@ -227,9 +227,6 @@ class RayEngine:
     def guarded_results(self, output: Path) -> Path | None:
         return None if is_parquet(output) else output
 
-    def report_for(self, output: Path) -> Path:
-        return _report_path(output)
-
     def check_settings(self, settings: RunSettings) -> None:
         if settings.concurrency < settings.actors:
             raise ValueError(
@@ -303,9 +300,7 @@ class RayEngine:
                     options=job.options,
                 )
                 for record in scored.iter_rows():
-                    row = stamp_settings(json.loads(record["__row"]), plan.settings)
-                    if plan.run:
-                        row["evidence"][RUN_KEY] = plan.run
+                    row = stamp_run(json.loads(record["__row"]), plan)
                     writer.append(row)
                     done[row["id"]] = row
                     counts["done"] += 1
@@ -321,10 +316,3 @@ class RayEngine:
         all_rows = [done[row.id] for row in plan.rows]
         writer.rewrite(all_rows)
         return all_rows
-
-
-def _report_path(output: Path) -> Path:
-    stem = output.name
-    for suffix in (".jsonl", ".ndjson", ".csv", *PARQUET_SUFFIXES):
-        stem = stem.removesuffix(suffix)
-    return output.with_name(f"{stem.removesuffix('.results')}.report.html")

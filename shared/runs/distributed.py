@@ -49,7 +49,7 @@ from .results import (
     score_keys,
     spread_keys,
 )
-from .runner import bad_row
+from .runner import bad_row, row_options
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -230,9 +230,8 @@ class GroupScorer:
         async def single(i: int) -> None:
             row = rows[i]
             try:
-                options = self.settings.options
-                if row.questions:  # checked here: a bad question list is this row's error
-                    options = options.merged(questions=row.questions)
+                # inside the try: a bad question list is this row's error
+                options = row_options(self.settings.options, row)
                 ev = await ascore_summary(
                     row.source, row.summary, judge=self.judge, options=options
                 )

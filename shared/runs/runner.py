@@ -104,6 +104,15 @@ def stamp_settings(row: Row, settings: Mapping[str, Any]) -> Row:
     return row
 
 
+def stamp_run(row: Row, plan: Plan) -> Row:
+    """``row`` as either engine writes it: the plan's settings and, when known, what the run was
+    (``evidence.run``) recorded in its evidence."""
+    stamp_settings(row, plan.settings)
+    if plan.run:
+        row["evidence"][RUN_KEY] = plan.run
+    return row
+
+
 def row_options(options: ScoreOptions, row: InputRow) -> ScoreOptions:
     """The core options for one row: the run's options plus the row's own questions."""
     return options.merged(questions=row.questions) if row.questions else options
@@ -208,9 +217,7 @@ async def score_rows(
         else:
             async with limit:
                 result = await _score_one(row, judge, options, sig, keys)
-        stamp_settings(result, plan.settings)
-        if plan.run:
-            result["evidence"][RUN_KEY] = plan.run
+        stamp_run(result, plan)
         writer.append(result)
         done[row.id] = result
         on_row(result)
