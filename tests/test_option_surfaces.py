@@ -268,3 +268,17 @@ def test_one_options_object_reaches_either_engine_with_not_given_kept(
     assert not_given.dimensions == ("density",)
     assert "context_budget" not in not_given.given
     assert "context_budget" in given.given and given.context_budget == 3000
+
+
+def test_a_parquet_results_file_is_guarded_like_any_other(tmp_path: Path) -> None:
+    """The Ray engine's Parquet results file is one file (written whole at the end): a report
+    or cache path equal to it is refused before any work, as for JSONL."""
+    pytest.importorskip("ray")
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"source": "A cat sat.", "summary": "A cat."}\n')
+    out = tmp_path / "out.parquet"
+    base = ["score", str(source), "-o", str(out), "--engine", "ray", "--no-judge"]
+    result = CliRunner().invoke(cli_app.app, [*base, "--report", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "same file" in " ".join(result.output.split())
+    assert not out.exists()

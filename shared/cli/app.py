@@ -328,7 +328,7 @@ def score(
         check_run_paths(
             input_path,
             {
-                "results file": engine_.guarded_results(output),
+                "results file": output,
                 "report": report_path,
                 "judge cache": None if no_judge else cache_path,
             },

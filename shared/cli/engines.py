@@ -86,10 +86,6 @@ class Engine(Protocol):
         """Raises ValueError (its message for the user) for a results path it cannot write."""
         ...
 
-    def guarded_results(self, output: Path) -> Path | None:
-        """The results file as the path checks guard it (None: written in parts elsewhere)."""
-        ...
-
     def check_settings(self, settings: RunSettings) -> None:
         """Raises ValueError for run settings this engine cannot use."""
         ...
@@ -133,9 +129,6 @@ class LocalEngine:
 
     def check_output(self, output: Path) -> None:
         detect_result_format(output)
-
-    def guarded_results(self, output: Path) -> Path | None:
-        return output
 
     def check_settings(self, settings: RunSettings) -> None:
         return None

@@ -224,9 +224,6 @@ class RayEngine:
                 f"results file must end in .jsonl, .csv or .parquet, got {output.name!r}"
             ) from None
 
-    def guarded_results(self, output: Path) -> Path | None:
-        return None if is_parquet(output) else output
-
     def check_settings(self, settings: RunSettings) -> None:
         if settings.concurrency < settings.actors:
             raise ValueError(
