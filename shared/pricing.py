@@ -38,6 +38,11 @@ _TABLE: dict[str, tuple[float, float, float]] = {
 }
 
 
+MAX_PRICE = 10_000.0
+"""The highest price taken, in US$ per million tokens: above it a price is a typo (or an attack
+on the bill's arithmetic: 1e308 makes every bill ``inf``, which is not JSON)."""
+
+
 @dataclass(frozen=True)
 class Prices:
     """US dollars per million tokens, and where the numbers came from."""
@@ -54,6 +59,11 @@ class Prices:
                 raise TypeError(f"price {name} must be a number, got {type(value).__name__}")
             if not math.isfinite(value) or value < 0:
                 raise ValueError(f"price {name} must be a finite number >= 0, got {value!r}")
+            if value > MAX_PRICE:  # a bill of 1e308 per token overflows to $inf
+                raise ValueError(
+                    f"price {name} must be at most ${MAX_PRICE:,.0f} per million tokens, "
+                    f"got {value:g}"
+                )
 
     def cost(self, usage: Mapping[str, int]) -> float:
         """Dollars for ``usage`` (``prompt_tokens``, ``cached_tokens``, ``completion_tokens``)."""

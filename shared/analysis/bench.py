@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.redact import redact_url
 from ..options import DEFAULT_TIMEOUT
 from ..pricing import Prices, resolve_prices
 from . import stats
@@ -342,7 +343,7 @@ def bench(
     comparisons = _comparisons(reports, items, ratings, resamples, seed, level)
     return BenchResult(
         model=model,
-        base_url=base_url,
+        base_url=redact_url(base_url),
         data=data_name or "given rows",
         rows=len(items),
         groups=len({item.group for item in items if item.group is not None}),

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.redact import register_secret, safe_record, url_secrets
 from ..options import DEFAULT_TIMEOUT
 from .agreement import _label_id, label_value, parse_mapping, read_labels
 
@@ -324,6 +325,10 @@ class JudgeConfig:
     """A bound on each reply for the peers' calls (their schemas have no bounds; a local server's
     default reply length is "until the context is full"). Ours derives its own bounds."""
 
+    def __post_init__(self) -> None:
+        for secret in [self.api_key, *url_secrets(self.base_url)]:
+            register_secret(secret)  # masked in every file bench writes (shared.core.redact)
+
     def client(self, counter: UsageCounter) -> Any:
         """An ``AsyncOpenAI`` client on this judge, counting into ``counter``."""
         from openai import AsyncOpenAI
@@ -360,7 +365,7 @@ class ResultStore:
     def add(self, record: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
+            handle.write(json.dumps(safe_record(record)) + "\n")  # no secret in the file
         self.batches[str(record["key"])] = record
 
 

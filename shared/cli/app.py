@@ -7,7 +7,6 @@ summary line says how many), 2 usage error (bad option, unreadable input, judge 
 
 from __future__ import annotations
 
-import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +15,7 @@ import typer
 
 from .. import ScoreOptions
 from ..adapter_kit import DEFAULTS, option_help
+from ..core.redact import command_line
 from ..options import RUN_DEFAULTS, RunSettings
 from ..runs.inputs import Columns, InputError
 
@@ -371,7 +371,7 @@ def score(
         plan = plan_run(rows, previous, judge=judge, options=options, retry_unscored=retry_unscored)
     except (TypeError, ValueError) as exc:
         raise _usage_error(f"bad option: {exc}") from None
-    plan.run = {"input": str(input_path), "command": shlex.join(["summary-eval", *sys.argv[1:]])}
+    plan.run = {"input": str(input_path), "command": command_line(sys.argv[1:])}
     if plan.stale and not force:
         raise _usage_error(
             f"{len(plan.stale)} finished row(s) of {output} were scored with other settings "

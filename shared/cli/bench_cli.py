@@ -28,6 +28,7 @@ from ..analysis.bench import (
     labelled_items,
 )
 from ..analysis.comparison import DEFAULT_RESAMPLES
+from ..core.redact import safe_record
 from ..options import DEFAULT_TIMEOUT
 from .paths import PathProblem, check_run_paths
 
@@ -237,8 +238,9 @@ def bench_command(
     err.print(f"Report: {report_path}")
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
+        payload = safe_record(result.to_dict())  # no secret in the file
         json_path.write_text(
-            json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
         err.print(f"JSON: {json_path}")
     failed = [m.name for m in result.metrics if m.error is not None or m.scored == 0]

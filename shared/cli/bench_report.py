@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 from ..analysis.bench import BenchResult, MetricReport
+from ..core.redact import scrub
 
 SIZE, PAD = 220, 28
 
@@ -155,4 +156,4 @@ def render(result: BenchResult) -> str:
 
 def write_bench_report(path: Path, result: BenchResult) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(result), encoding="utf-8")
+    path.write_text(scrub(render(result)), encoding="utf-8")  # no secret on the page

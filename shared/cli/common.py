@@ -10,7 +10,6 @@ import contextlib
 import dataclasses
 import math
 import os
-import shlex
 import sys
 import warnings
 from collections.abc import Iterable, Iterator
@@ -21,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from ..core.redact import command_line, redact_url
 from ..options import DEFAULT_TIMEOUT
 from ..pipeline.compose import claims_step
 from ..prompts.schemas import CLAIMS_STEP
@@ -114,7 +114,7 @@ def build_judge(
     """The wrapped OpenAI-compatible judge, its description and the recipe it was built from
     (:func:`judge_recipe`: an engine that scores elsewhere builds its judges from the same
     one), or (None, why there is none, None). ``check=False`` (``--dry-run``) builds it
-    without reaching the server."""
+    without reaching the server, and without opening the cache (it would create the file)."""
     env_configured = bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
     if no_judge:
         return None, "none (--no-judge)", None
@@ -144,11 +144,12 @@ def build_judge(
         judge = robust_judge(  # calls in flight are tracked for the progress line (a hung server)
             InFlightJudge(inner),
             retries=retries,
-            cache=cache if cache is not None else False,
+            # --dry-run touches nothing: the cache file is not even opened (it would be made)
+            cache=cache if cache is not None and check else False,
             concurrency=concurrency,
         )
-    cache_text = f"cache {cache}" if cache is not None else "no cache"
-    return judge, f"{inner.model_id} at {where} ({cache_text})", recipe
+    cache_text = "no cache" if cache is None else f"cache {cache}" + ("" if check else ", unopened")
+    return judge, f"{inner.model_id} at {redact_url(where)} ({cache_text})", recipe
 
 
 @contextlib.contextmanager
@@ -241,8 +242,8 @@ def fit_to_server(
         return timeout, concurrency
     if probe.error is not None:
         err.print(
-            f"[yellow]The judge did not answer a {PROBE_WORDS}:[/] {probe.error}. Scoring anyway; "
-            "each call is limited to --timeout."
+            f"[yellow]The judge did not answer a {PROBE_WORDS}:[/] {literal(probe.error)}. "
+            "Scoring anyway; each call is limited to --timeout."
         )
         return timeout, concurrency
     found = [f"structured mode {probe.mode}"]
@@ -345,7 +346,7 @@ def run_report_info(
         judge=judge_text,
         skipped=skipped,
         enable_hint=ENABLE_HINT if skipped else "",
-        command=shlex.join(["summary-eval", *sys.argv[1:]]),
+        command=command_line(sys.argv[1:]),
         threshold=threshold,
         flip_threshold=flip_threshold,
     )

@@ -9,7 +9,6 @@ Exit status of ``compare``: 0 done (and every ``--fail-if-worse`` gate passed), 
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -32,6 +31,7 @@ from ..analysis.comparison import (
     Gate,
     format_p,
 )
+from ..core.redact import command_line
 from .terminal import literal, plain
 
 EXIT_OK = 0
@@ -169,7 +169,7 @@ def compare_command(
             "version; see the signatures in --json): the deltas mix the summaries' change with "
             "the scorer's."
         )
-    command = shlex.join(["summary-eval", *sys.argv[1:]])
+    command = command_line(sys.argv[1:])
     if json_path is not None:
         payload = {"a": str(results_a), "b": str(results_b), **result.to_dict(rows=True)}
         _write_json(json_path, payload)

@@ -9,6 +9,7 @@ scored. Dimensions are whatever keys the results carry, so new ones appear unask
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -21,6 +22,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..core.files import naming
+from ..core.redact import redact, safe_record, scrub
 from ..runs.results import STATUS_BAD_INPUT, STATUS_OK, STATUS_UNSCORED, Row
 from ..subscores import HEADLINE
 from .ranking import rank_basis, rank_value
@@ -439,5 +442,8 @@ def write_report(
     path: Path, rows: Sequence[Row], keys: Sequence[str], info: ReportInfo, *, worst: int = 10
 ) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(rows, keys, info, worst=worst), encoding="utf-8")
+    info = dataclasses.replace(info, command=redact(info.command), judge=redact(info.judge))
+    page = render_report([safe_record(r) for r in rows], keys, info, worst=worst)
+    with naming(path):
+        path.write_text(scrub(page), encoding="utf-8")  # no secret reaches the page
     return path

@@ -15,6 +15,8 @@ import re
 
 from rich.markup import escape
 
+from ..core.redact import redact
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -24,8 +26,9 @@ def _visible(match: re.Match[str]) -> str:
 
 
 def plain(value: object) -> str:
-    """``str(value)`` with control characters and bidi overrides shown as escapes."""
-    return _CONTROL.sub(_visible, str(value))
+    """``str(value)`` with control characters and bidi overrides shown as escapes, and its
+    secrets masked (:func:`shared.core.redact.redact`)."""
+    return _CONTROL.sub(_visible, redact(str(value)))
 
 
 def literal(value: object) -> str:

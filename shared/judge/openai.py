@@ -50,6 +50,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ..cache_hints import current_cache_hint, request_fields
+from ..core.redact import redact_url, register_secret, url_secrets
 from ..options import DEFAULT_TIMEOUT
 from ..pricing import Prices, is_local_url, resolve_prices
 from ..prompts.schemas import reply_token_limit
@@ -175,6 +176,9 @@ class OpenAIJudge:
         with_options = None if self._own_clients else getattr(client, "with_options", None)
         self._caller_client = with_options(max_retries=0) if with_options else client
         self.base_url = str(client.base_url)
+        register_secret(getattr(client, "api_key", None))
+        for secret in url_secrets(self.base_url):
+            register_secret(secret)
         # An AsyncOpenAI client's kept-alive connections belong to the event loop that opened
         # them; each sync call (asyncio.run) has a new loop, so a client is made per loop and
         # closed on that loop when it shuts down (see _client).
@@ -244,7 +248,9 @@ class OpenAIJudge:
     def settings(self) -> dict[str, Any]:
         """What changes the output (cache keys, signature); not timeouts or retry counts."""
         settings: dict[str, Any] = {
-            "base_url": self.base_url,  # two servers may serve different weights under one name
+            "base_url": redact_url(
+                self.base_url
+            ),  # two servers may serve different weights under one name
             "temperature": self.temperature,
             "seed": self.seed,
             "max_tokens": self.max_tokens,
@@ -505,7 +511,9 @@ class OpenAIJudge:
         return result
 
     def _probe_key(self) -> str:
-        return "server-probe:" + json.dumps([self.base_url, self.model, self.structured])
+        return "server-probe:" + json.dumps(
+            [redact_url(self.base_url), self.model, self.structured]
+        )
 
     def _stored_probe(self) -> ServerProbe | None:
         if self._store is None:

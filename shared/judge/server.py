@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, Field
 
+from ..core.redact import redact
 from .wrappers import JudgeFailed
 
 T = TypeVar("T", bound=BaseModel)
@@ -247,8 +248,8 @@ def _backoff(attempt: int, exc: BaseException) -> float:
 def failure_reason(exc: BaseException) -> str:
     """A failed call in one line: the judge's own message for its errors, else the type too."""
     if isinstance(exc, JudgeFailed):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+        return str(exc)  # redacted when it was made
+    return redact(f"{type(exc).__name__}: {exc}")
 
 
 def cached_prompt_tokens(response: Any) -> int:

@@ -29,6 +29,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
+from ..core.redact import redact
 from ..prompts import schema_fingerprint
 from ..usage import Usage, record_usage
 
@@ -59,7 +60,13 @@ class JudgeOutputError(Exception):
 
 
 class JudgeFailed(Exception):
-    """A judge call failed for good: invalid output after every retry, or a transport error."""
+    """A judge call failed for good: invalid output after every retry, or a transport error.
+
+    Its message is redacted (:func:`shared.core.redact.redact`): a server's error may quote the
+    request's headers, and the message reaches results files and reports."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 def judge_settings(judge: object) -> dict[str, Any]:
@@ -221,7 +228,7 @@ def validation_summary(exc: ValidationError) -> str:
 def _describe(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         return validation_summary(exc)
-    text = str(exc)
+    text = redact(str(exc))  # an HTTP error body may quote the request's Authorization header
     return text if len(text) <= 500 else text[:500] + "…"
 
 
@@ -258,11 +265,28 @@ class MemoryStore:
 
 
 class CacheWarning(UserWarning):
-    """The judge cache file could not be read and was set aside for a fresh one."""
+    """The judge cache file could not be used: set aside for a fresh one (unreadable), or left
+    alone for this run (locked by another process)."""
 
 
 class CacheUnusable(ValueError):
     """The judge cache path holds a database that is not ours: it is left untouched."""
+
+
+LOCK_WAIT_S = 10.0
+"""How long a judge cache locked by another process is waited for before a run goes on without
+it (SQLite's busy timeout)."""
+
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+
+
+def _is_locked(exc: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite refused because another connection holds a lock (not a damaged file)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def _set_aside(path: Path) -> Path:
@@ -288,13 +312,27 @@ class SQLiteStore:
     it already paid for.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, lock_wait: float | None = None) -> None:
         self.path = Path(path).expanduser()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self.lock_wait = LOCK_WAIT_S if lock_wait is None else float(lock_wait)
+        self._fallback: MemoryStore | None = None
+        """Set when the file is locked by another process: this run keeps its answers here."""
         try:
             self._conn = self._open()
-        except sqlite3.DatabaseError as exc:  # random bytes, a truncated file: set it aside
+        except sqlite3.DatabaseError as exc:
+            if _is_locked(exc):  # a lock is not corruption: the file is left exactly as it is
+                warnings.warn(
+                    f"the judge cache {self.path} is locked by another process (waited "
+                    f"{self.lock_wait:g} s); this run goes on without it (its answers are asked "
+                    "for again; the file is left as it is)",
+                    CacheWarning,
+                    stacklevel=2,
+                )
+                self._fallback = MemoryStore()
+                return
+            # random bytes, a truncated file: set it aside
             aside = _set_aside(self.path)
             warnings.warn(
                 f"the judge cache {self.path} cannot be read ({exc}); it was set aside as "
@@ -305,7 +343,7 @@ class SQLiteStore:
             self._conn = self._open()
 
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=self.lock_wait)
         try:
             # read before anything is written: a database that is not ours stays as it was
             found = [r[1] for r in conn.execute("PRAGMA table_info(judge_cache)")]
@@ -329,6 +367,8 @@ class SQLiteStore:
 
     def get(self, key: str) -> str | None:
         """The stored answer, or None (also when the file went bad during the run: a miss)."""
+        if self._fallback is not None:
+            return self._fallback.get(key)
         try:
             with self._lock:
                 row = self._conn.execute(
@@ -340,6 +380,9 @@ class SQLiteStore:
 
     def put(self, key: str, value: str) -> None:
         """Keep an answer; a file gone bad during the run drops it (the row keeps its answer)."""
+        if self._fallback is not None:
+            self._fallback.put(key, value)
+            return
         try:
             with self._lock:
                 self._conn.execute(
@@ -350,10 +393,14 @@ class SQLiteStore:
             warnings.warn(f"the judge cache {self.path}: {exc}", CacheWarning, stacklevel=2)
 
     def __len__(self) -> int:
+        if self._fallback is not None:
+            return len(self._fallback)
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM judge_cache").fetchone()[0])
 
     def close(self) -> None:
+        if self._fallback is not None:
+            return
         with self._lock:
             self._conn.close()
 

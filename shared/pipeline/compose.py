@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import prompts as p
 from .._version import __version__
+from ..core.redact import redact
 from ..dimensions import DimensionEvidence
 from ..dimensions.embedding import signature_field
 from ..judge.wrappers import JudgeFailed, base_judge
@@ -89,6 +90,7 @@ def signature(
 def unscored(error: str, sig: str, **evidence: Any) -> SummaryEvaluation:
     """An unscored result; the dimensions it still carries get their lines under the error."""
     dims = evidence.get("dimension_evidence")
+    error = redact(error)  # a judge's error may echo a request's headers
     head = f"Unscored: {error}"
     detail = dimension_lines(dims, limit=None)
     return SummaryEvaluation(
@@ -110,5 +112,5 @@ def dimension_fields(evidence: DimensionEvidence) -> dict[str, Any]:
 
 def failure_text(exc: BaseException) -> str:
     if isinstance(exc, JudgeFailed):
-        return str(exc)
-    return f"judge call failed: {type(exc).__name__}: {exc}"
+        return redact(str(exc))
+    return redact(f"judge call failed: {type(exc).__name__}: {exc}")

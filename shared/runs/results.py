@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from .. import bounded_json
+from ..core.files import naming
+from ..core.redact import safe_record
 from ..result import NO_JUDGE, SummaryEvaluation
 from ..subscores import JUDGE_ONLY, SUB_SCORE_NAMES
 from .inputs import allow_large_csv_fields
@@ -301,7 +303,12 @@ class ResultsWriter:
         self._csv: Any = None
 
     def rewrite(self, rows: Iterable[Row]) -> None:
-        """Write ``rows`` to a temporary file and move it over the results file."""
+        """Write ``rows`` to a temporary file and move it over the results file (a full disk
+        leaves the file as it was, and the error names it)."""
+        with naming(self.path):
+            self._rewrite(rows)
+
+    def _rewrite(self, rows: Iterable[Row]) -> None:
         self.close()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
@@ -329,19 +336,21 @@ class ResultsWriter:
         if self._handle is None:
             self.open_for_append()
         assert self._handle is not None
-        self._write_one(self._handle, self._csv, row)
-        self._handle.flush()
+        with naming(self.path):
+            self._write_one(self._handle, self._csv, row)
+            self._handle.flush()
 
     def close(self) -> None:
         if self._handle is not None:
-            self._handle.close()
-            self._handle = None
-            self._csv = None
+            handle, self._handle, self._csv = self._handle, None, None
+            with naming(self.path):
+                handle.close()
 
     def _csv_writer(self, handle: IO[str]) -> csv.DictWriter:
         return csv.DictWriter(handle, fieldnames=self.columns, extrasaction="ignore")
 
     def _write_one(self, handle: IO[str], writer: csv.DictWriter | None, row: Row) -> None:
+        row = safe_record(row)  # no secret reaches the file (shared.core.redact)
         if writer is None:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
             return
