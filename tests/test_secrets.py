@@ -264,3 +264,39 @@ def test_redact_url_and_command_line() -> None:
     assert redact_url("https://TOKEN123@h/v1?token=t&a=1") == "https://***@h/v1?token=***&a=1"
     recorded = command_line(["score", "x.jsonl", "--api-key", "k1", "--api-key=k2", "-o", "y"])
     assert recorded == "summary-eval score x.jsonl --api-key '***' '--api-key=***' -o y"
+
+
+def test_a_report_rebuilt_from_an_older_results_file_masks_its_recorded_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = _rows_file(tmp_path)
+    code, output = _invoke(
+        monkeypatch, "score", rows, "--no-judge", "--no-cache", "--dimensions", "density",
+        "-o", tmp_path / "rows.results.jsonl",
+    )  # fmt: skip
+    assert code == 0, output
+    # a results file of an earlier version recorded the key as typed
+    old_key = "plainOLDkey9876"
+    lines = [json.loads(line) for line in (tmp_path / "rows.results.jsonl").open()]
+    for line in lines:
+        line["evidence"]["run"]["command"] = f"summary-eval score rows.jsonl --api-key {old_key}"
+    old = tmp_path / "old.results.jsonl"
+    old.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    code, output = _invoke(monkeypatch, "report", old, "-o", tmp_path / "old.html")
+    assert code == 0, output
+    page = (tmp_path / "old.html").read_text()
+    assert old_key not in page and "--api-key ***" in page
+
+
+def test_parquet_results_hold_no_known_secret(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    from shared.cli.ray_engine import ParquetResults
+    from shared.core.redact import register_secret
+    from shared.runs.results import score_keys
+
+    register_secret(CLI_KEY)
+    command = f"summary-eval score x --api-key {CLI_KEY}"
+    row = {"id": "a", "position": 0, "status": "unscored", "error": f"echo {CLI_KEY}",
+           "evidence": {"run": {"command": command}}}  # fmt: skip
+    ParquetResults(tmp_path / "out.parquet", score_keys()).rewrite([row])
+    assert _leaks(tmp_path) == [] and (tmp_path / "out.parquet").stat().st_size > 0

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import bounded_json
+from ..core.files import naming
+from ..core.redact import safe_record
 from ..options import RunSettings
 from ..runs.inputs import Columns, InputError, InputRow, detect_format, read_rows, row_from_record
 from ..runs.results import (
@@ -108,7 +110,7 @@ def parts_dir(output: Path) -> Path:
 def _to_table(rows: Iterable[Row], keys: list[str], spread: bool = False) -> Any:
     import pyarrow as pa
 
-    rows = list(rows)
+    rows = [safe_record(row) for row in rows]  # no secret reaches the file (shared.core.redact)
     numbers = {*keys, *(f"{k}_sd" for k in keys)}
     data: dict[str, Any] = {}
     for name in columns(keys, spread):
@@ -131,7 +133,8 @@ def _write_atomic(table: Any, path: Path) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     try:
-        pq.write_table(table, tmp)
+        with naming(path):  # a full disk names the file
+            pq.write_table(table, tmp)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     finally:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import naming
-from ..core.redact import redact, safe_record, scrub
+from ..core.redact import redact, redact_command, safe_record, scrub
 from ..runs.results import STATUS_BAD_INPUT, STATUS_OK, STATUS_UNSCORED, Row
 from ..subscores import HEADLINE
 from .ranking import rank_basis, rank_value
@@ -442,7 +442,7 @@ def write_report(
     path: Path, rows: Sequence[Row], keys: Sequence[str], info: ReportInfo, *, worst: int = 10
 ) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    info = dataclasses.replace(info, command=redact(info.command), judge=redact(info.judge))
+    info = dataclasses.replace(info, command=redact_command(info.command), judge=redact(info.judge))
     page = render_report([safe_record(r) for r in rows], keys, info, worst=worst)
     with naming(path):
         path.write_text(scrub(page), encoding="utf-8")  # no secret reaches the page

@@ -104,6 +104,19 @@ def redact(text: str) -> str:
     return text
 
 
+_FLAG_VALUE = re.compile(
+    r"(" + "|".join(re.escape(f) for f in SECRET_FLAGS) + r")(=|\s+)(?!'?\*\*\*)('[^']*'|\S+)"
+)
+
+
+def redact_command(text: str) -> str:
+    """A recorded command line (one of an older version, too) with the values of
+    :data:`SECRET_FLAGS` masked, and :func:`redact` applied."""
+    if not isinstance(text, str) or not text:
+        return text
+    return _FLAG_VALUE.sub(lambda m: m.group(1) + m.group(2) + MASK, redact(text))
+
+
 def scrub(value: Any) -> Any:
     """``value`` (a string, or dicts and lists of them) with the known secrets masked; other
     text is left exactly as it was."""
@@ -192,7 +205,7 @@ def command_line(argv: Iterable[str], program: str = "summary-eval") -> str:
     return shlex.join([program, *out])
 
 
-_PROGRAM_TEXT = ("error", "reason", "reason_detail", "command", "judge")
+_PROGRAM_TEXT = ("error", "reason", "reason_detail", "judge")
 """Row and run fields the program writes itself: :func:`redact` applies to them in full."""
 
 
@@ -203,7 +216,9 @@ def safe_record(record: Any) -> Any:
     if isinstance(record, dict):
         return {
             key: (
-                redact(value)
+                redact_command(value)
+                if key == "command" and isinstance(value, str)
+                else redact(value)
                 if key in _PROGRAM_TEXT and isinstance(value, str)
                 else safe_record(value)
             )
