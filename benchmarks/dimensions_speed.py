@@ -66,7 +66,7 @@ def child(variant: str, limit: int) -> dict[str, float]:
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     if variant == "languages":
-        from shared.language import detect, resolve_languages
+        from shared.core.language import detect, resolve_languages
 
         detect("warm up the language model")  # loading is not timed, as for the others
         start = time.perf_counter()

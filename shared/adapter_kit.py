@@ -15,20 +15,8 @@
 
 from __future__ import annotations
 
-from .bridge import attached, run_sync
-from .judge.replies import parse_json_reply, strip_code_fence
-from .judge.wrappers import validation_summary
-from .options import (
-    DEFAULTS,
-    OPTION_NAMES,
-    OptionFields,
-    ScoreOptions,
-    ScoreOptionsKwargs,
-    check_names,
-    option_help,
-)
-from .result import NO_JUDGE
-from .subscores import (
+from .core.bridge import attached, run_sync
+from .core.subscores import (
     DIMENSION_NAMES,
     HEADLINE,
     JUDGE_ONLY,
@@ -37,6 +25,18 @@ from .subscores import (
     SubScore,
     sub_score,
 )
+from .evaluation.options import (
+    DEFAULTS,
+    OPTION_NAMES,
+    OptionFields,
+    ScoreOptions,
+    ScoreOptionsKwargs,
+    check_names,
+    option_help,
+)
+from .evaluation.result import NO_JUDGE
+from .judge.replies import parse_json_reply, strip_code_fence
+from .judge.wrappers import validation_summary
 
 __all__ = [
     "DEFAULTS",

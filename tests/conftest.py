@@ -43,7 +43,7 @@ def _forget_learned_structured_modes() -> None:
     """OpenAIJudge remembers, per process, the structured-output mode each (server URL, model)
     accepted. Stub servers of different tests can reuse a port, so one test's stub must not
     inherit the mode another test's stub taught."""
-    from shared import openai_judge
+    from shared.judge import openai as openai_judge
 
     openai_judge._learned.clear()
     openai_judge._confirmed.clear()

@@ -18,8 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from shared import agreement, stats
+from shared.analysis.agreement import kendall_rows, label_value, parse_mapping
 from shared.cli.app import app
-from shared.human_agreement import kendall_rows, label_value, parse_mapping
 
 SUMMEVAL = Path(__file__).resolve().parent.parent / "examples" / "summeval" / "dev.jsonl"
 

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from shared import bench
-from shared import peer_bench as pb
+from shared.analysis import bench as pb
 from shared.cli.app import app
 from shared.cli.stub_judge import peer_schemas
 from shared.testing import FakeJudge, stub_server

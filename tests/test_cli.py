@@ -25,8 +25,8 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from shared.cli.app import app
-from shared.cli.inputs import Columns, InputError, read_rows
-from shared.cli.results import read_results, score_keys
+from shared.runs.inputs import Columns, InputError, read_rows
+from shared.runs.results import read_results, score_keys
 from shared.testing import FakeJudge, stub_server
 from tests.conftest import sigint_default
 
@@ -514,7 +514,7 @@ def test_torn_last_line_is_redone(tmp_path: Path, suffix: str) -> None:
 
 def test_cli_imports_no_framework() -> None:
     code = (
-        "import sys, shared.cli.app, shared.cli.report, shared.cli.runner; "
+        "import sys, shared.cli.app, shared.cli.report, shared.runs.runner; "
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('ragas', 'deepeval')); "
         "print(bad); sys.exit(1 if bad else 0)"
     )

@@ -26,11 +26,11 @@ from shared.cli import common as cli_common
 from shared.cli.judge_wait import InFlightJudge, JudgeWaitColumn, in_flight_of, waiting_text
 from shared.cli.models import load_models, models_to_load
 from shared.cli.report import ReportInfo, render_report, signature_label
-from shared.cli.results import read_results, score_keys
 from shared.cli.table import SHORT_NAMES, results_table
 from shared.dimensions.compute import DimensionSettings
 from shared.dimensions.embedding import MiniLMEmbedder
 from shared.judge import robust_judge
+from shared.runs.results import read_results, score_keys
 from shared.testing import stub_server
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "summaries.jsonl"

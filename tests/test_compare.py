@@ -16,9 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 from shared import Comparison, SummaryEvaluation, UnpairedError, compare, stats
+from shared.analysis.comparison import Gate
 from shared.cli.app import app
-from shared.cli.results import ResultsWriter, columns, read_results, score_keys
-from shared.comparison import Gate
+from shared.runs.results import ResultsWriter, columns, read_results, score_keys
 
 KEYS = score_keys()
 

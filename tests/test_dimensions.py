@@ -23,7 +23,7 @@ from shared.dimensions import (
 )
 from shared.dimensions.nlp import word_tokenize
 from shared.dimensions.support import constants_id
-from shared.openai_judge import OpenAIJudge
+from shared.judge.openai import OpenAIJudge
 from shared.testing import FakeJudge, stub_server
 
 SOURCE = (

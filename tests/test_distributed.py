@@ -1,4 +1,5 @@
-"""Ray Data engine (:mod:`shared.distributed`) on a local Ray instance with the stub judge server.
+"""Ray Data engine (:mod:`shared.runs.distributed`) on a local Ray instance with the stub judge
+server.
 
 Marked ``ray``; skipped when the ``ray`` extra is not installed. Ray runs with two CPUs, no
 dashboard, every address on 127.0.0.1. Nothing waits on time: the actor-kill test kills the
@@ -18,10 +19,10 @@ import pytest
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
 from shared import OpenAIJudge, score_summaries  # noqa: E402
-from shared.cli.results import evaluation_row, score_keys  # noqa: E402
-from shared.distributed import OpenAIJudgeConfig, score_dataset  # noqa: E402
+from shared.core.usage import USAGE_KEYS  # noqa: E402
+from shared.runs.distributed import OpenAIJudgeConfig, score_dataset  # noqa: E402
+from shared.runs.results import evaluation_row, score_keys  # noqa: E402
 from shared.testing import stub_server  # noqa: E402
-from shared.usage import USAGE_KEYS  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
@@ -248,7 +249,7 @@ def test_cli_ray_engine_passes_every_core_option_like_local(local_ray, tmp_path:
     from typer.testing import CliRunner
 
     from shared.cli.app import app
-    from shared.cli.results import read_results, spread_keys
+    from shared.runs.results import read_results, spread_keys
 
     inputs = tmp_path / "in.jsonl"
     inputs.write_text("".join(json.dumps(r) + "\n" for r in ROWS[:4]))
@@ -298,7 +299,7 @@ def test_cli_ray_engine_fits_the_context_budget_to_the_servers_window(
     from typer.testing import CliRunner
 
     from shared.cli.app import app
-    from shared.cli.results import read_results
+    from shared.runs.results import read_results
 
     text = " ".join(
         f"In year {1900 + i} the council of Harwick approved budget line {i} for road works."

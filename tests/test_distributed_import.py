@@ -8,7 +8,7 @@ import sys
 
 def test_core_cli_and_distributed_module_import_no_ray() -> None:
     code = (
-        "import sys, shared, shared.cli.app, shared.distributed, shared.cli.ray_engine; "
+        "import sys, shared, shared.cli.app, shared.runs.distributed, shared.cli.ray_engine; "
         "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))"
     )
     out = subprocess.run(

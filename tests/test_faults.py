@@ -18,26 +18,16 @@ from typer.testing import CliRunner
 
 from shared.cli import main
 from shared.cli.app import app
+from shared.core.pricing import Prices
 from shared.judge import wrappers
 from shared.judge.wrappers import CacheWarning, SQLiteStore
-from shared.pricing import Prices
 from shared.runs.results import ResultsWriter
 from shared.testing import FakeJudge, stub_server
-
-ROWS = [
-    {
-        "id": f"r{i}",
-        "source": "The council approved a bike network. Work starts in March and ends in May.",
-        "summary": "The council approved a bike network.",
-    }
-    for i in range(3)
-]
+from tests.test_secrets import ROWS, _rows_file
 
 
 def _rows(tmp_path: Path) -> Path:
-    path = tmp_path / "rows.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
-    return path
+    return _rows_file(tmp_path)
 
 
 def _cli(*args: Any) -> tuple[int, str]:
@@ -100,7 +90,7 @@ def test_score_with_a_locked_cache_says_so_and_scores_every_row(
         holder.execute("COMMIT")
         holder.close()
     assert code == 0, text
-    assert "locked by another process" in text and "3 of 3 rows scored" in text
+    assert "locked by another process" in text and f"{len(ROWS)} of {len(ROWS)} rows scored" in text
     assert not list(tmp_path.glob("*.corrupt*"))
 
 
@@ -154,7 +144,8 @@ def test_a_closed_stdout_is_exit_0_and_quiet(tmp_path: Path) -> None:
     text = stderr.decode()
     assert reader_gone.returncode == 0, text
     assert "Traceback" not in text and "Exception ignored" not in text, text
-    assert len(output.read_text().splitlines()) == 3 and output.with_name("out.report.html")
+    assert len(output.read_text().splitlines()) == len(ROWS)
+    assert output.with_name("out.report.html").is_file()  # the report is complete too
 
 
 # --- --dry-run touches nothing ------------------------------------------------------------------

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from shared import score_summaries, score_summary
 from shared.cli.app import app
-from shared.cli.inputs import Columns, read_rows
-from shared.cli.results import read_results
+from shared.runs.inputs import Columns, read_rows
+from shared.runs.results import read_results
 from shared.testing import FakeJudge, stub_server
 from tests.conftest import sigint_default
 
@@ -358,7 +358,7 @@ def test_stub_judge_command_serves_ours_and_the_peers_schemas_until_interrupted(
     from deepeval.metrics.summarization.schema import Verdicts
     from ragas.metrics._summarization import ExtractedKeyphrases
 
-    from shared.openai_judge import OpenAIJudge
+    from shared.judge.openai import OpenAIJudge
     from shared.prompts import ExtractedClaims, extract_claims_prompt
 
     proc = subprocess.Popen(

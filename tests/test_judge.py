@@ -11,7 +11,7 @@ import pytest
 from shared import JudgeFailed, SQLiteStore, robust_judge, score_summary
 from shared import prompts as p
 from shared.judge import cache_key
-from shared.openai_judge import OpenAIJudge
+from shared.judge.openai import OpenAIJudge
 from shared.testing import FakeJudge
 
 

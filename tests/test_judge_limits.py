@@ -16,13 +16,13 @@ from pydantic import BaseModel
 from shared import (
     OpenAIJudge,
     SQLiteStore,
-    openai_judge,
     robust_judge,
     score_summaries,
     score_summary,
 )
+from shared.core.usage import USAGE_KEYS
+from shared.judge import openai as openai_judge
 from shared.testing import stub_server
-from shared.usage import USAGE_KEYS
 
 FUSE = 120.0
 """Seconds after which a wait that should have ended long before is reported as a failure."""

@@ -19,7 +19,7 @@ import pytest
 
 from shared import OpenAIJudge, score_summary
 from shared import prompts as p
-from shared.openai_judge import discover_context_window, is_mode_refusal
+from shared.judge.openai import discover_context_window, is_mode_refusal
 from shared.testing import FakeJudge, stub_server
 
 

@@ -25,8 +25,9 @@ from shared import (
     score_summary,
 )
 from shared.cli.app import app
+from shared.core.language import LanguageEvidence, resolve_languages
 from shared.dimensions import DEFAULT_SPACY_MODEL
-from shared.language import LanguageEvidence, SpacyModels, resolve_languages
+from shared.dimensions.pipelines import SpacyModels
 from shared.testing import FakeJudge
 
 DATA = Path(__file__).resolve().parent / "data"

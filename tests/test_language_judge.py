@@ -14,12 +14,12 @@ import re
 import pytest
 
 from shared import OpenAIJudge, ScoreOptions, signature
-from shared import _judge_steps as steps
 from shared import prompts as p
-from shared import schemas as s
+from shared.core.tokens import estimate_tokens
 from shared.judge import cache_key
+from shared.pipeline import steps as steps
+from shared.prompts import schemas as s
 from shared.testing import FakeJudge, stub_server
-from shared.tokens import estimate_tokens
 
 PINNED_LANGUAGE_PROMPTS_HASH = "8d013103"
 
@@ -404,7 +404,7 @@ def test_a_batch_judges_each_row_in_its_own_language() -> None:
 
 def test_resume_sees_the_language_block_as_the_rows_own_unless_its_version_changed() -> None:
     from shared import score_summary
-    from shared.language import without_row_language
+    from shared.core.language import without_row_language
 
     run = signature(FakeJudge(), ScoreOptions(n=3, dimensions=()))
     row = score_summary(FR_SOURCE, FR_SUMMARY, judge=FakeJudge(), n=3, dimensions=()).signature

@@ -170,28 +170,99 @@ def test_no_module_in_shared_is_over_600_lines() -> None:
     assert long == {}
 
 
-def test_old_import_paths_are_the_moved_modules() -> None:
-    """For one release the old paths name the very module objects of the new layout (a
-    monkeypatch through either path reaches the code that runs)."""
-    import importlib
+ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"
+LOOSE_TOP = {"shared", "shared._version", "shared.adapter_kit"}
+"""The modules at the top of shared/: the face, the version and the adapters' kit."""
 
-    moved = {
-        "shared.distributed": "shared.runs.distributed",
-        "shared.cli.inputs": "shared.runs.inputs",
-        "shared.cli.results": "shared.runs.results",
-        "shared.cli.runner": "shared.runs.runner",
-        "shared.comparison": "shared.analysis.comparison",
-        "shared.human_agreement": "shared.analysis.agreement",
-        "shared.stability": "shared.analysis.stability",
-        "shared.stats": "shared.analysis.stats",
-        "shared.peer_bench": "shared.analysis.bench",
-        "shared.openai_judge": "shared.judge.openai",
-        "shared.judge_check": "shared.judge.check",
-        "shared._replies": "shared.judge.replies",
-        "shared.schemas": "shared.prompts.schemas",
-        "shared._compose": "shared.pipeline.compose",
-        "shared._judge_steps": "shared.pipeline.steps",
-        "shared._sampling": "shared.pipeline.sampling",
+
+def layer_table() -> dict[str, set[str]]:
+    """docs/ARCHITECTURE.md's layer table: folder -> the folders it may import."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    rows = text.split("<!-- layers -->", 1)[1].strip().split("\n\n", 1)[0].splitlines()[2:]
+    table: dict[str, set[str]] = {}
+    for row in rows:
+        folder, allowed = (cell.strip() for cell in row.strip().strip("|").split("|"))
+        table[folder.strip("`")] = {a.strip().strip("`") for a in allowed.split(",") if a.strip()}
+    return table
+
+
+def folder_of(name: str) -> str | None:
+    """``shared.judge.openai`` -> ``judge``; None for the loose top modules and the adapters."""
+    parts = name.split(".")
+    if parts[0] != "shared" or name in LOOSE_TOP:
+        return None
+    return parts[1]
+
+
+def folder_arrows() -> dict[str, set[str]]:
+    arrows: dict[str, set[str]] = {}
+    for name, targets in GRAPH.items():
+        source = folder_of(name)
+        if source is None:
+            continue
+        for target in targets:
+            goal = folder_of(target)
+            if goal is not None and goal != source:
+                arrows.setdefault(source, set()).add(goal)
+    return arrows
+
+
+def test_the_layer_table_names_every_folder() -> None:
+    folders = {p.name for p in (ROOT / "shared").iterdir() if (p / "__init__.py").is_file()}
+    assert set(layer_table()) == folders
+
+
+def test_no_import_goes_against_the_layer_table() -> None:
+    table = layer_table()
+    against = {
+        f"{name} -> {target}"
+        for name, targets in GRAPH.items()
+        for target in targets
+        if (source := folder_of(name)) not in (None, "cli")
+        and (goal := folder_of(target)) not in (None, source)
+        and goal not in table[source]
     }
-    for old, new in moved.items():
-        assert importlib.import_module(old) is importlib.import_module(new), old
+    # the loose top modules: only the CLI and the adapters use the face and the kit
+    against |= {
+        f"{name} -> {target}"
+        for name, targets in GRAPH.items()
+        for target in targets
+        if folder_of(name) not in (None, "cli") and target in ("shared", "shared.adapter_kit")
+    }
+    assert sorted(against) == []
+
+
+def test_no_cycle_between_folders() -> None:
+    arrows = folder_arrows()
+    assert _cycles({f: arrows.get(f, set()) for f in layer_table()}) == []
+
+
+def test_the_top_of_shared_is_the_face_the_folders_and_at_most_six_modules() -> None:
+    loose = sorted(p.name for p in (ROOT / "shared").glob("*.py"))
+    assert len(loose) <= 6, loose
+    assert {f"shared.{n[:-3]}" for n in loose} - {"shared.__init__"} <= LOOSE_TOP
+
+
+def test_the_layering_test_sees_an_arrow_against_the_table() -> None:
+    """The checks above can fail: the real graph plus one forbidden arrow is caught."""
+    table = layer_table()
+    assert "pipeline" not in table["judge"] and "judge" not in table["prompts"]
+    assert _cycles({"judge": {"pipeline"}, "pipeline": {"judge"}}) == [["judge", "pipeline"]]
+
+
+def test_importing_the_judge_loads_no_nlp_no_analysis_and_no_cli() -> None:
+    """``import shared.judge`` in a fresh interpreter: no spaCy, torch or sentence-transformers,
+    and none of the package's analysis, cli, dimensions or evaluation folders."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, shared.judge, shared.judge.openai, shared.judge.config; "
+        "heavy = ('spacy', 'torch', 'sentence_transformers', 'shared.analysis', 'shared.cli', "
+        "'shared.dimensions', 'shared.evaluation'); "
+        "print(sorted({m for m in sys.modules if m.startswith(heavy)}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr

@@ -16,9 +16,9 @@ from pydantic import BaseModel
 
 from shared import DEFAULT_CONTEXT_BUDGET, ascore_summaries, ascore_summary
 from shared import prompts as p
-from shared.chunking import sentence_spans, split_parts
+from shared.core.tokens import estimate_tokens
+from shared.pipeline.chunking import sentence_spans, split_parts
 from shared.testing import FakeJudge, default_answer
-from shared.tokens import estimate_tokens
 
 BUDGET = 2_000
 FIRST = ["Alba", "Borin", "Cato", "Dara", "Evro", "Fenn", "Galo", "Hesk"]

@@ -1,7 +1,7 @@
 """Every surface exposes every core option with the core's default, and every sub-score.
 
-The options are declared once (:mod:`shared.options`) and the sub-scores once
-(:mod:`shared.subscores`). These tests fail when the Ragas metrics (legacy and collections),
+The options are declared once (:mod:`shared.evaluation.options`) and the sub-scores once
+(:mod:`shared.core.subscores`). These tests fail when the Ragas metrics (legacy and collections),
 the DeepEval metrics (sub-score metrics included) or the CLI lack an option the core has, default
 it differently, or drop it on the way to the core; and when a surface misses a sub-score.
 """
@@ -37,8 +37,8 @@ from shared import (
     SummaryEvaluation,
 )
 from shared.adapter_kit import DEFAULTS
-from shared.cli.results import score_keys
 from shared.dimensions.evidence import DimensionName
+from shared.runs.results import score_keys
 
 
 class _Embedder:

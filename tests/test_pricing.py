@@ -1,10 +1,10 @@
-"""The price table, overrides and local servers (shared.pricing)."""
+"""The price table, overrides and local servers (shared.core.pricing)."""
 
 import math
 
 import pytest
 
-from shared.pricing import FREE, Prices, is_local_url, resolve_prices, table_prices
+from shared.core.pricing import FREE, Prices, is_local_url, resolve_prices, table_prices
 
 
 def test_cost_counts_cached_tokens_at_their_own_price() -> None:

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from shared.cli.app import app
-from shared.cli.results import read_results
+from shared.runs.results import read_results
 from shared.testing import stub_server
 
 
@@ -433,7 +433,7 @@ def test_near_duplicates_name_the_earliest_similar_sentence() -> None:
 
 
 def test_default_actor_cpus_leave_a_cpu_for_the_tasks_that_feed_the_actors() -> None:
-    from shared.distributed import actor_cpus_for
+    from shared.runs.distributed import actor_cpus_for
 
     assert actor_cpus_for(2, 2) == 0.5  # the 2-CPU machine that hung with 1.0 each
     assert actor_cpus_for(16, 2) == 1.0
@@ -658,7 +658,7 @@ def test_no_python_isms_in_the_no_judge_reason_and_cli_words_in_check_judge_advi
     assert "judge=None" not in NO_JUDGE
     import inspect
 
-    from shared import judge_check
+    from shared.judge import check as judge_check
 
     assert "--context-budget" in inspect.getsource(judge_check)
 

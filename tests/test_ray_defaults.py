@@ -12,7 +12,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
-from shared.distributed import score_dataset  # noqa: E402
+from shared.runs.distributed import score_dataset  # noqa: E402
 
 pytestmark = pytest.mark.ray
 

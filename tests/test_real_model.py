@@ -322,7 +322,7 @@ def test_the_two_call_path_finds_the_source_prefix_cached_on_the_second_summary(
     before, with the judge's system message: only the source's prefix can be cached for it (the
     reply's ``prompt_tokens_details.cached_tokens``)."""
     from shared import prompts as p
-    from shared.openai_judge import SYSTEM_PROMPT
+    from shared.judge.openai import SYSTEM_PROMPT
 
     rows = [r for r in _rows() if r["id"].startswith("harwick")][:3]
     assert len(rows) == 3 and len({r["source"] for r in rows}) == 1

@@ -18,9 +18,9 @@ from deepeval_ext.testing import FakeDeepEvalModel
 from ragas_ext.collections import SummaryQuality as CollectionsSummaryQuality
 from shared import SUB_SCORE_NAMES, score_summary
 from shared import prompts as p
-from shared._compose import REASON_LINE, compose_reasons
-from shared.options import ScoreOptions
-from shared.result import ClaimEvidence, QuestionEvidence
+from shared.evaluation.options import ScoreOptions
+from shared.evaluation.result import ClaimEvidence, QuestionEvidence
+from shared.pipeline.compose import REASON_LINE, compose_reasons
 from shared.testing import FakeJudge, stub_server
 
 PART_MARKERS = ("Score ", "Coverage:", "Alignment:", "Dimensions:", "Unsupported (", "Missed (")

@@ -22,7 +22,7 @@ from shared.cli.report import (
     render_report,
     statistics_table,
 )
-from shared.cli.results import read_results, score_keys
+from shared.runs.results import read_results, score_keys
 from shared.testing import stub_server
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "summaries.jsonl"

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from shared import OpenAIJudge, ascore_summary, score_summary
 from shared import prompts as p
-from shared import schemas as s
+from shared.prompts import schemas as s
 from shared.testing import FakeJudge, minimal_instance, stub_server
 
 COUNTS = (1, 2, 3, 7, 10, 40)

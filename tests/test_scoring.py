@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from shared.scoring import alignment_ratio, combine_scores, f_beta, weighted_coverage
+from shared.core.scoring import alignment_ratio, combine_scores, f_beta, weighted_coverage
 
 F_BETA_TABLE = [
     # precision, recall, beta, expected

@@ -58,6 +58,17 @@ def _invoke(monkeypatch: pytest.MonkeyPatch, *args: Any) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def _score(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, url: str, *extra: Any
+) -> tuple[int, str]:
+    """``score`` of the two rows against ``url``, with a cache, into ``tmp_path``."""
+    return _invoke(
+        monkeypatch, "score", _rows_file(tmp_path), "--base-url", url, "--model", "stub",
+        "--cache", tmp_path / "cache.sqlite3", "--dimensions", "density",
+        "-o", tmp_path / "rows.results.jsonl", *extra,
+    )  # fmt: skip
+
+
 def _leaks(folder: Path, output: str = "") -> list[str]:
     """Every (file, secret) pair where a planted secret appears, bytes and all."""
     found = []
@@ -72,27 +83,11 @@ def test_score_report_and_cache_hold_no_key_or_url_credentials(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    rows = _rows_file(tmp_path)
     with stub_server(FakeJudge()) as url:
-        code, output = _invoke(
-            monkeypatch,
-            "score",
-            rows,
-            "--base-url",
-            _with_password(url),
-            "--model",
-            "stub",
-            "--api-key",
-            CLI_KEY,
-            "--cache",
-            tmp_path / "cache.sqlite3",
-            "--dimensions",
-            "density",
-            "-o",
-            tmp_path / "rows.results.jsonl",
-            "--report",
-            tmp_path / "rows.report.html",
-        )
+        code, output = _score(
+            monkeypatch, tmp_path, _with_password(url), "--api-key", CLI_KEY,
+            "--report", tmp_path / "rows.report.html",
+        )  # fmt: skip
         assert code == 0, output
         assert url.auth and all(url.auth)  # credentials were sent (httpx: Basic from the URL)
     code, rebuilt = _invoke(
@@ -114,24 +109,9 @@ def test_the_environments_key_reaches_no_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
-    rows = _rows_file(tmp_path)
     with stub_server(FakeJudge()) as url:
         # a command that quotes the key (a pasted line) still records it masked
-        code, output = _invoke(
-            monkeypatch,
-            "score",
-            rows,
-            "--base-url",
-            f"{url}?api_key={ENV_KEY}",
-            "--model",
-            "stub",
-            "--cache",
-            tmp_path / "cache.sqlite3",
-            "--dimensions",
-            "density",
-            "-o",
-            tmp_path / "rows.results.jsonl",
-        )
+        code, output = _score(monkeypatch, tmp_path, f"{url}?api_key={ENV_KEY}")
     assert code == 0, output
     assert _leaks(tmp_path, output) == []
 
@@ -290,8 +270,8 @@ def test_a_report_rebuilt_from_an_older_results_file_masks_its_recorded_key(
 
 def test_parquet_results_hold_no_known_secret(tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
-    from shared.cli.ray_engine import ParquetResults
     from shared.core.redact import register_secret
+    from shared.runs.parquet import ParquetResults
     from shared.runs.results import score_keys
 
     register_secret(CLI_KEY)

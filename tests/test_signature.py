@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from shared import ScoreOptions, signature
+from shared.core.signature import Signature
 from shared.prompts import language_prompts_hash
-from shared.signature import Signature
 from shared.testing import FakeJudge
 
 

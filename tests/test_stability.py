@@ -27,9 +27,9 @@ from shared import (
     stability,
 )
 from shared.cli.app import app
-from shared.cli.results import read_results
+from shared.core.subscores import SUB_SCORE_NAMES
 from shared.judge import MemoryStore
-from shared.subscores import SUB_SCORE_NAMES
+from shared.runs.results import read_results
 from shared.testing import FakeJudge, stub_server
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "summaries.jsonl"

@@ -10,10 +10,10 @@ import pytest
 
 from shared import ScoreOptions, ascore_summaries, score_summaries, score_summary, signature
 from shared import prompts as p
-from shared.cache_hints import cache_hint, current_cache_hint, request_fields
-from shared.openai_judge import OpenAIJudge
+from shared.core.cache_hints import cache_hint, current_cache_hint, request_fields
+from shared.core.tokens import estimate_tokens
+from shared.judge.openai import OpenAIJudge
 from shared.testing import FakeJudge, stub_server
-from shared.tokens import estimate_tokens
 from tests.test_long_source import BUDGET, long_source
 from tests.test_pipeline import QUESTIONS
 

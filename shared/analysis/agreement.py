@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import bounded_json
+from ..core import bounded_json
 from . import stats
 from .comparison import DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES, Results, load_rows
 

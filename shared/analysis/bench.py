@@ -48,9 +48,9 @@ from typing import Any
 
 import numpy as np
 
+from ..core.pricing import Prices, resolve_prices
 from ..core.redact import redact_url
-from ..options import DEFAULT_TIMEOUT
-from ..pricing import Prices, resolve_prices
+from ..evaluation.options import DEFAULT_TIMEOUT
 from . import stats
 from .agreement import agreement
 from .bench_data import (  # noqa: F401 (re-exported: the names this module had)
@@ -134,7 +134,7 @@ def run_ours(
 def _deepeval_model(judge: JudgeConfig, counter: UsageCounter) -> Any:
     from deepeval.models import DeepEvalBaseLLM
 
-    from ..bridge import run_sync
+    from ..core.bridge import run_sync
     from ..judge.openai import OpenAIJudge
 
     inner = OpenAIJudge(
@@ -208,7 +208,7 @@ def run_ragas(
     from ragas.llms import llm_factory
     from ragas.metrics.collections import SummaryScore
 
-    from ..bridge import run_sync
+    from ..core.bridge import run_sync
 
     options = {"max_tokens": judge.max_tokens} if judge.max_tokens else {}
     llm = llm_factory(judge.model, client=judge.client(counter), **options)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.redact import register_secret, safe_record, url_secrets
-from ..options import DEFAULT_TIMEOUT
+from ..evaluation.options import DEFAULT_TIMEOUT
 from .agreement import _label_id, label_value, parse_mapping, read_labels
 
 METRICS = ("ours", "deepeval", "ragas")

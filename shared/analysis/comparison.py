@@ -4,7 +4,7 @@
 B, the mean difference (B - A), a 95 % paired bootstrap interval, a paired approximate
 randomization p-value, wins / ties / losses and a one-line verdict. Inputs are results files
 written by ``summary-eval score`` (JSONL or CSV), lists of row dicts, or SummaryEvaluations.
-The statistics live in :mod:`shared.stats`; the conventions are in docs/COMPARE.md.
+The statistics live in :mod:`shared.analysis.stats`; the conventions are in docs/COMPARE.md.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..result import SummaryEvaluation
-from ..subscores import SUB_SCORE_NAMES
+from ..core.subscores import SUB_SCORE_NAMES
+from ..evaluation.result import SummaryEvaluation
 from . import stats
 
 DEFAULT_RESAMPLES = 1_000

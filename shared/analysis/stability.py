@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..result import SummaryEvaluation
-from ..subscores import SUB_SCORE_NAMES
-from ..subscores import sub_score as _entry
+from ..core.subscores import SUB_SCORE_NAMES
+from ..core.subscores import sub_score as _entry
+from ..evaluation.result import SummaryEvaluation
 
 Result = SummaryEvaluation | Mapping[str, Any]
 """A result object, or a row of a results file written by the CLI."""

@@ -16,7 +16,7 @@ import typer
 from .. import ScoreOptions
 from ..adapter_kit import DEFAULTS, option_help
 from ..core.redact import command_line
-from ..options import RUN_DEFAULTS, RunSettings
+from ..evaluation.options import RUN_DEFAULTS, RunSettings
 from ..runs.inputs import Columns, InputError
 
 # names app had from elsewhere, kept on it for the tests and callers that read them there
@@ -124,7 +124,8 @@ def main(
 
 
 def _core(name: str, *flags: str, **kwargs: Any) -> Any:
-    """The flag of core option ``name``, with the help declared in :mod:`shared.options`."""
+    """The flag of core option ``name``, with the help declared in
+    :mod:`shared.evaluation.options`."""
     return typer.Option(*flags, help=option_help(name), **kwargs)
 
 

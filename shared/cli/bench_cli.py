@@ -29,7 +29,7 @@ from ..analysis.bench import (
 )
 from ..analysis.comparison import DEFAULT_RESAMPLES
 from ..core.redact import safe_record
-from ..options import DEFAULT_TIMEOUT
+from ..evaluation.options import DEFAULT_TIMEOUT
 from .paths import PathProblem, check_run_paths
 
 EXIT_OK, EXIT_METRIC_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

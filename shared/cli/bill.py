@@ -4,7 +4,7 @@ The estimate runs the rows through the real pipeline with a judge that answers i
 (:class:`~shared.testing.FakeJudge`, word overlap) and counts what it was asked: so the number
 of calls follows the pipeline as it is (questions shared by the summaries of one source, one
 call per step, the judge samples), prompt tokens are the prompts' own (estimated with
-:func:`shared.tokens.estimate_tokens`, plus the judge's system message), and completion tokens
+:func:`shared.core.tokens.estimate_tokens`, plus the judge's system message), and completion tokens
 are the fake's answers, a stand-in for a real model's (which writes more when it explains
 more). The estimate ignores the cache: a rerun pays only for what is not cached.
 """
@@ -19,10 +19,10 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from ..options import ScoreOptions
-from ..pricing import Prices
-from ..tokens import estimate_tokens
-from ..usage import format_usage
+from ..core.pricing import Prices
+from ..core.tokens import estimate_tokens
+from ..core.usage import format_usage
+from ..evaluation.options import ScoreOptions
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -90,7 +90,7 @@ def estimate_run(
         return Estimate(0, 0, 0, 0, 0)
     counted = list(pairs) if every_row else list(pairs[:ESTIMATE_ROWS])
     judge = CountingJudge(estimate_tokens(SYSTEM_PROMPT))
-    from ..subscores import JUDGED_DIMENSIONS
+    from ..core.subscores import JUDGED_DIMENSIONS
 
     # only the dimensions that call the judge: the others cost no call and much CPU
     judged = [d for d in options.dimensions if d in JUDGED_DIMENSIONS]

@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..evaluation.options import DEFAULT_TIMEOUT
 from ..judge.check import acheck_judge, check_reachable
-from ..options import DEFAULT_TIMEOUT
 from .terminal import literal, plain
 
 err = Console(stderr=True, highlight=False)

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..core.redact import command_line, redact_url
-from ..options import DEFAULT_TIMEOUT
+from ..evaluation.options import DEFAULT_TIMEOUT
 from ..pipeline.compose import claims_step
 from ..prompts.schemas import CLAIMS_STEP
 from ..runs.results import (
@@ -84,11 +84,11 @@ def judge_recipe(
     prices: dict[str, float | None] | None = None,
 ) -> Any:
     """The OpenAI-compatible judge the flags ask for, as a picklable recipe
-    (:class:`~shared.runs.distributed.OpenAIJudgeConfig`): the driver's judge and every Ray
+    (:class:`~shared.judge.config.OpenAIJudgeConfig`): the driver's judge and every Ray
     actor's are built from this one object (:func:`build_judge` then pins the model and server
     the judge resolved). An API key not given stays None: each judge reads ``OPENAI_API_KEY``
     where it runs, so the key is not carried inside the recipe."""
-    from ..runs.distributed import OpenAIJudgeConfig
+    from ..judge.config import OpenAIJudgeConfig
 
     return OpenAIJudgeConfig(
         model,
@@ -185,7 +185,7 @@ def checked_prices(
     prices = {"price_in": price_in, "price_cached": price_cached, "price_out": price_out}
     try:
         if any(v is not None for v in prices.values()):
-            from ..pricing import resolve_prices
+            from ..core.pricing import resolve_prices
 
             resolve_prices(model or "", base_url, **prices)
     except (TypeError, ValueError) as exc:
@@ -232,9 +232,9 @@ def fit_to_server(
     not given (and advised otherwise). Returns the (timeout, concurrency) the run uses.
     ``judge_path`` and the rows' ``summaries`` size the longest reply (the two-call check's
     claim list grows with a summary's sentences)."""
+    from ..core.pricing import is_local_url
     from ..judge.openai import FIT_CEILING_S
     from ..judge.wrappers import base_judge, negotiate_judge
-    from ..pricing import is_local_url
 
     inner = base_judge(judge)
     probe = asyncio.run(negotiate_judge(judge))

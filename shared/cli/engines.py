@@ -29,7 +29,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from ..options import RunSettings, ScoreOptions
+from ..evaluation.options import RunSettings, ScoreOptions
 from ..runs.inputs import Columns, InputRow, detect_format, read_rows
 from ..runs.results import (
     STATUS_OK,
@@ -59,7 +59,7 @@ class Job:
     judge: Any = None
     """The driver's wrapped judge (None: no judge)."""
     recipe: Any = None
-    """What :attr:`judge` was built from (:class:`~shared.runs.distributed.OpenAIJudgeConfig`):
+    """What :attr:`judge` was built from (:class:`~shared.judge.config.OpenAIJudgeConfig`):
     an engine that scores elsewhere builds its judges from the same recipe."""
     retries: int = 2
     cache: Path | None = None

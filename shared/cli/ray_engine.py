@@ -3,7 +3,7 @@
 Input: a JSONL, CSV or Parquet file, or a directory of them (read in name order; a row's
 position counts across the files). Rows are checked by the local engine's reader, so bad rows
 get the same reasons; the driver holds the rows, the actors do the scoring
-(:mod:`shared.distributed`). Output: ``.jsonl``/``.csv`` (the local engine's writer) or
+(:mod:`shared.runs.distributed`). Output: ``.jsonl``/``.csv`` (the local engine's writer) or
 ``.parquet``. Each finished row is written as soon as it arrives (JSONL/CSV appended and
 flushed; Parquet as part files beside the output), so an interrupted run resumes like a local
 one: rows already finished with the same inputs and signature are skipped. At the end the
@@ -12,24 +12,23 @@ output is rewritten once, in input order.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
-import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .. import bounded_json
-from ..core.files import naming
-from ..core.redact import safe_record
-from ..options import RunSettings
-from ..runs.inputs import Columns, InputError, InputRow, detect_format, read_rows, row_from_record
+from ..evaluation.options import RunSettings
+from ..runs.inputs import Columns, InputError, InputRow, detect_format, read_rows
+from ..runs.parquet import (
+    PARQUET_SUFFIXES,
+    ParquetResults,
+    is_parquet,
+    parquet_rows,
+    read_parquet_results,
+)
 from ..runs.results import (
     ResultsWriter,
     Row,
-    columns,
     detect_result_format,
     read_results,
 )
@@ -37,9 +36,7 @@ from ..runs.runner import stamp_run
 from .common import err
 from .engines import Job
 
-PARQUET_SUFFIXES = (".parquet", ".pq")
 INPUT_SUFFIXES = (".jsonl", ".ndjson", ".csv", *PARQUET_SUFFIXES)
-PART_ROWS = 256
 
 
 def input_files(path: Path) -> list[Path]:
@@ -58,7 +55,7 @@ def read_any(path: Path, cols: Columns, input_format: str | None) -> list[InputR
     rows: list[InputRow] = []
     for file in input_files(path):
         if file.suffix.lower() in PARQUET_SUFFIXES or input_format == "parquet":
-            part = _parquet_rows(file, cols)
+            part = parquet_rows(file, cols)
         else:
             part = read_rows(file, cols, detect_format(file, input_format))
         offset = len(rows)
@@ -76,124 +73,6 @@ def read_any(path: Path, cols: Columns, input_format: str | None) -> list[InputR
     if not rows:
         raise InputError(f"{path} has no rows to score")
     return rows
-
-
-def _parquet_rows(file: Path, cols: Columns) -> list[InputRow]:
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(file)
-    except Exception as exc:
-        raise InputError(f"cannot read {file.name} as Parquet: {exc}") from None
-    for needed, option in ((cols.source, "source"), (cols.summary, "summary")):
-        if needed not in table.column_names:
-            raise InputError(
-                f"{file.name} has no {needed!r} column (columns: {', '.join(table.column_names)})"
-                f"; map yours with --{option}-column NAME"
-            )
-    return [row_from_record(n, record, cols) for n, record in enumerate(table.to_pylist(), start=1)]
-
-
-# ---------------------------------------------------------------------------------------------
-# Parquet results: part files while running, one file at the end
-# ---------------------------------------------------------------------------------------------
-
-
-def is_parquet(path: Path) -> bool:
-    return path.suffix.lower() in PARQUET_SUFFIXES
-
-
-def parts_dir(output: Path) -> Path:
-    return output.with_name(f".{output.name}.parts")
-
-
-def _to_table(rows: Iterable[Row], keys: list[str], spread: bool = False) -> Any:
-    import pyarrow as pa
-
-    rows = [safe_record(row) for row in rows]  # no secret reaches the file (shared.core.redact)
-    numbers = {*keys, *(f"{k}_sd" for k in keys)}
-    data: dict[str, Any] = {}
-    for name in columns(keys, spread):
-        values = [row.get(name) for row in rows]
-        if name == "evidence":
-            data[name] = pa.array([json.dumps(v or {}, ensure_ascii=False) for v in values])
-        elif name == "position":
-            data[name] = pa.array(values, pa.int64())
-        elif name in numbers:
-            data[name] = pa.array(values, pa.float64())
-        else:
-            data[name] = pa.array([None if v is None else str(v) for v in values], pa.string())
-    return pa.table(data)
-
-
-def _write_atomic(table: Any, path: Path) -> None:
-    import pyarrow.parquet as pq
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        with naming(path):  # a full disk names the file
-            pq.write_table(table, tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
-def read_parquet_results(output: Path) -> list[Row]:
-    """Rows of the finished file and of any part files an interrupted run left."""
-    import pyarrow.parquet as pq
-
-    files = [output] if output.is_file() else []
-    if parts_dir(output).is_dir():
-        files += sorted(parts_dir(output).glob("part-*.parquet"))
-    rows: list[Row] = []
-    for file in files:
-        try:
-            records = pq.read_table(file).to_pylist()
-        except Exception:
-            continue  # not ours, or cut short
-        for row in records:
-            try:
-                row["evidence"] = bounded_json.loads(row.get("evidence") or "{}")
-            except json.JSONDecodeError:
-                continue  # a hand-edited row: scored again
-            rows.append(row)
-    return rows
-
-
-class ParquetResults:
-    """Same face as :class:`ResultsWriter`: ``append`` (buffered into part files), ``rewrite``."""
-
-    def __init__(self, path: Path, keys: list[str], *, spread: bool = False) -> None:
-        self.path, self.keys, self.spread = path, keys, spread
-        self.buffer: list[Row] = []
-        self.parts = parts_dir(path)
-        self.count = len(list(self.parts.glob("part-*.parquet"))) if self.parts.is_dir() else 0
-
-    def append(self, row: Row) -> None:
-        self.buffer.append(row)
-        if len(self.buffer) >= PART_ROWS:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.buffer:
-            self.count += 1
-            _write_atomic(
-                _to_table(self.buffer, self.keys, self.spread),
-                self.parts / f"part-{self.count:06d}.parquet",
-            )
-            self.buffer = []
-
-    def close(self) -> None:
-        self.flush()
-
-    def rewrite(self, rows: Iterable[Row]) -> None:
-        self.buffer = []
-        _write_atomic(_to_table(rows, self.keys, self.spread), self.path)
-        shutil.rmtree(self.parts, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,8 +24,8 @@ from typing import Any
 
 from ..core.files import naming
 from ..core.redact import redact, redact_command, safe_record, scrub
+from ..core.subscores import HEADLINE
 from ..runs.results import STATUS_BAD_INPUT, STATUS_OK, STATUS_UNSCORED, Row
-from ..subscores import HEADLINE
 from .ranking import rank_basis, rank_value
 
 TEMPLATE_NAME = "report.html.j2"
@@ -59,7 +59,7 @@ def bill_from_rows(rows: Iterable[Row]) -> str:
     """The judge bill of the rows' own ``evidence.usage`` and ``evidence.cost`` (the calls
     made for each row; the run's structured-mode probe is not in any row). Empty when no row
     has one (a run without a judge, or results of an earlier version)."""
-    from ..usage import add_usage, format_usage, new_usage
+    from ..core.usage import add_usage, format_usage, new_usage
 
     total = new_usage()
     dollars: float | None = 0.0
@@ -327,7 +327,7 @@ def _verdict(row: Row, threshold: float | None) -> str:
 def by_language(rows: Sequence[Row], keys: Sequence[str]) -> list[dict[str, Any]]:
     """Rows grouped by the language their summary was analysed as, with each group's
     statistics; empty when the rows are in one language (nothing to group)."""
-    from ..language import language_name
+    from ..core.language import language_name
 
     groups: dict[str, list[Row]] = {}
     for row in rows:
@@ -352,7 +352,7 @@ def stability_section(
     per-row standard deviation, and the pass/fail flips at ``flip_threshold``; None when no row
     has two samples (a one-sample run has nothing to show)."""
     from ..analysis.stability import flip_rate, stability
-    from ..subscores import USES_JUDGE
+    from ..core.subscores import USES_JUDGE
 
     spread = [
         s for s in stability(rows, [k for k in keys if k in USES_JUDGE]).values() if s.rows > 0

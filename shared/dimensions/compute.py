@@ -5,7 +5,7 @@ The analysis is CPU work done once per batch: one ``nlp.pipe`` over every summar
 with the judge's style review (if any) into :class:`DimensionEvidence`.
 
 Summaries in several languages are parsed one ``nlp.pipe`` per language, each with its language's
-pipeline (:mod:`shared.language` keeps the registry), or split by a rule-based sentencizer when
+pipeline (:mod:`shared.core.language` keeps the registry), or split by a rule-based sentencizer when
 the language has none; the English pipeline never analyses another language. The default
 embedder (English MiniLM) embeds only English sentences: other languages keep the lexical part
 of non-redundancy, unless the user passes an ``embedder``, which is used for every language.
@@ -76,7 +76,7 @@ class DimensionSettings:
     dimensions: tuple[str, ...] = DIMENSIONS
     spacy_model: str | Mapping[str, str] = DEFAULT_SPACY_MODEL
     """The English pipeline (a str, as before), or language -> pipeline (a hashable mapping,
-    :class:`shared.language.SpacyModels`)."""
+    :class:`shared.dimensions.pipelines.SpacyModels`)."""
     embedder: Any = field(default=None, compare=False)
     density_target: float = DEFAULT_TARGET
     density_tolerance: float = DEFAULT_TOLERANCE
@@ -93,7 +93,7 @@ class DimensionSettings:
                 f"coherence_formula must be one of {', '.join(map(repr, FORMULAS))}, "
                 f"got {self.coherence_formula!r}"
             )
-        from ..language import check_spacy_model
+        from .pipelines import check_spacy_model
 
         object.__setattr__(self, "spacy_model", check_spacy_model("spacy_model", self.spacy_model))
         for name in ("density_target", "density_tolerance"):
@@ -121,13 +121,13 @@ class DimensionSettings:
     @property
     def english_model(self) -> str:
         """The pipeline English rows use."""
-        from ..language import english_pipeline
+        from .pipelines import english_pipeline
 
         return english_pipeline(self.spacy_model)
 
     def pipeline_for(self, language: str) -> str | None:
         """The pipeline configured for ``language`` (None: none is)."""
-        from ..language import spacy_models
+        from .pipelines import spacy_models
 
         return spacy_models(self.spacy_model).get(language)
 
@@ -223,7 +223,7 @@ def _analyse_language(
     texts: list[str], language: str, settings: DimensionSettings
 ) -> list[TextAnalysis | None]:
     """One language's texts: its pipeline, or the rule-based analysis with what to install."""
-    from ..language import missing_pipeline_hint
+    from .pipelines import missing_pipeline_hint
 
     model = settings.english_model if language == "en" else settings.pipeline_for(language)
     run: Any
@@ -309,7 +309,7 @@ def add_embeddings(
 
 
 def _embed_skip_reason(language: str) -> str:
-    from ..language import language_name
+    from ..core.language import language_name
 
     return (
         f"the default embedder ({DEFAULT_EMBEDDING_MODEL}) is English-only, so "

@@ -11,13 +11,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..prompts import RepeatedPoint
-from ..subscores import (
+from ..core.subscores import (
     DIMENSION_NAMES,
     EMBEDDING_DIMENSIONS,
     JUDGED_DIMENSIONS,
     SPACY_DIMENSIONS,
 )
+from ..prompts import RepeatedPoint
 
 DimensionName = Literal[
     "density", "specificity", "non_redundancy", "coherence", "conciseness", "grounding"
@@ -25,9 +25,9 @@ DimensionName = Literal[
 
 DIMENSIONS: tuple[DimensionName, ...] = DIMENSION_NAMES  # type: ignore[assignment]
 """Every dimension, in report order (the default of the ``dimensions`` option); declared in
-:data:`shared.subscores.SUB_SCORES`."""
+:data:`shared.core.subscores.SUB_SCORES`."""
 
-# Declared on each SubScore (shared/subscores.py); these names are the dimensions package's.
+# Declared on each SubScore (shared/core/subscores.py); these names are the dimensions package's.
 NEEDS_SPACY = SPACY_DIMENSIONS
 NEEDS_EMBEDDINGS = EMBEDDING_DIMENSIONS
 NEEDS_JUDGE = JUDGED_DIMENSIONS

@@ -1,4 +1,4 @@
-"""Specificity, from the judge's style review (asked in :mod:`shared._judge_steps`).
+"""Specificity, from the judge's style review (asked in :mod:`shared.pipeline.steps`).
 
 ``specificity = 1 - vague sentences / sentences``, the judge flagging each spaCy sentence that
 says what the text is about ("the article discusses...") instead of stating the content. One call

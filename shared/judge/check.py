@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from .. import prompts as p
-from ..options import MIN_CONTEXT_BUDGET
+from .server import MIN_CONTEXT_BUDGET
 from .wrappers import JudgeFailed, JudgeOutputError, ValidatingJudge, base_judge
 
 Status = Literal["ok", "caveat", "fail"]
@@ -32,7 +32,7 @@ SLOW_CALL_S = 20.0
 def context_budget_for(window: int, default: int) -> int:
     """The largest ``context_budget`` (estimated prompt tokens) that fits ``window`` with room
     for the reply; ``default`` when the window is larger. The estimate overshoots real counts
-    (:mod:`shared.tokens`), so a prompt within it fits the window in real tokens too."""
+    (:mod:`shared.core.tokens`), so a prompt within it fits the window in real tokens too."""
     return max(MIN_CONTEXT_BUDGET, min(default, window - REPLY_ROOM))
 
 
@@ -189,7 +189,7 @@ async def acheck_judge(judge: Any, *, timeout: float = 10.0) -> JudgeCheck:
 
     window_of = getattr(inner, "context_window", None)
     if window_of is not None:
-        from ..options import DEFAULT_CONTEXT_BUDGET
+        from .server import DEFAULT_CONTEXT_BUDGET
 
         window = await window_of()
         result.context_window = window
@@ -258,6 +258,6 @@ async def acheck_judge(judge: Any, *, timeout: float = 10.0) -> JudgeCheck:
 
 def check_judge(judge: Any, *, timeout: float = 10.0) -> JudgeCheck:
     """Sync wrapper of :func:`acheck_judge`."""
-    from ..bridge import run_sync
+    from ..core.bridge import run_sync
 
     return run_sync(lambda: acheck_judge(judge, timeout=timeout))

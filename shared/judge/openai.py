@@ -49,15 +49,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ..cache_hints import current_cache_hint, request_fields
+from ..core.cache_hints import current_cache_hint, request_fields
+from ..core.pricing import Prices, is_local_url, resolve_prices
 from ..core.redact import redact_url, register_secret, url_secrets
-from ..options import DEFAULT_TIMEOUT
-from ..pricing import Prices, is_local_url, resolve_prices
+from ..core.usage import new_usage, outside_collectors, record_usage
 from ..prompts.schemas import reply_token_limit
-from ..usage import new_usage, outside_collectors, record_usage
 from .replies import parse_json_reply
 from .server import (  # noqa: F401 (re-exported: the names this module had)
     DEFAULT_MODEL,
+    DEFAULT_TIMEOUT,
     FIT_CEILING_S,
     FIT_MARGIN,
     FIT_MIN_TOKENS,
@@ -192,7 +192,7 @@ class OpenAIJudge:
         """Why a mode was left (one line per step down), for check_judge and reports."""
         self.usage = new_usage()
         """Every request of this judge (and its sample twins): ``calls``, ``retries``,
-        ``prompt_tokens``, ``cached_tokens``, ``completion_tokens`` (:mod:`shared.usage`)."""
+        ``prompt_tokens``, ``cached_tokens``, ``completion_tokens`` (:mod:`shared.core.usage`)."""
         self.generation = {"tokens": 0, "seconds": 0.0}
         """Completion tokens of answered calls and the seconds those calls took, summed (a
         per-call speed: ``tokens / seconds``)."""
@@ -203,7 +203,7 @@ class OpenAIJudge:
             price_cached=price_cached,
             price_out=price_out,
         )
-        """US$ per million tokens (:mod:`shared.pricing`): the given prices, $0 on a local
+        """US$ per million tokens (:mod:`shared.core.pricing`): the given prices, $0 on a local
         server, a hosted model's dated list price, or None when unknown."""
 
     def cost(self, usage: dict[str, int] | None = None) -> float | None:
@@ -384,7 +384,7 @@ class OpenAIJudge:
             kwargs["max_tokens"] = max_tokens
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
-        hinted = request_fields(self.base_url, current_cache_hint())  # shared.cache_hints
+        hinted = request_fields(self.base_url, current_cache_hint())  # shared.core.cache_hints
         if hinted:
             kwargs["extra_body"] = {**hinted, **(self.extra_body or {})}
         limit = self.timeout if timeout is None else timeout

@@ -22,6 +22,21 @@ from .wrappers import JudgeFailed
 T = TypeVar("T", bound=BaseModel)
 
 DEFAULT_MODEL = "gpt-4o-mini"
+
+DEFAULT_TIMEOUT = 120.0
+"""Seconds one judge call may take, its retries included, before it counts as failed."""
+
+DEFAULT_CONTEXT_BUDGET = 16_000
+"""Largest prompt the core sends, in estimated tokens (:mod:`shared.core.tokens`, which overshoots
+real o200k counts on English by about a fifth). A source whose full-source prompts fit is scored
+exactly as if there were no budget; a longer one is read part by part for questions and checked
+claim by claim against retrieved passages. 16k leaves room under every current 32k+ context
+window for the reply, and keeps the number of parts (parallel calls) of a 100,000-word source
+near ten."""
+
+MIN_CONTEXT_BUDGET = 2_000
+"""Below this the fixed instructions and one retrieved passage would not leave room to work."""
+
 SAMPLE_TEMPERATURE = 0.7
 """Temperature of a judge sample (``samples=k > 1``) when the judge itself is at 0: k greedy
 decodes of one prompt would mostly agree by construction and hide the judge's uncertainty."""

@@ -30,8 +30,8 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel, ValidationError
 
 from ..core.redact import redact
+from ..core.usage import Usage, record_usage
 from ..prompts import schema_fingerprint
-from ..usage import Usage, record_usage
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -509,7 +509,7 @@ def base_judge(judge: object) -> object:
 
 
 def judge_prices(judge: object) -> Any:
-    """The :class:`~shared.pricing.Prices` of the user's judge inside any wrappers (None when
+    """The :class:`~shared.core.pricing.Prices` of the user's judge inside any wrappers (None when
     it has none: a judge that is not an OpenAIJudge, or a hosted model without a known price)."""
     return getattr(base_judge(judge), "prices", None)
 
@@ -524,7 +524,7 @@ def usage_fields(judge: object, usage: Usage) -> dict[str, Any]:
 
 async def negotiate_judge(judge: object) -> Any:
     """Let the user's judge find its server's structured mode before the first judging call
-    (:meth:`~shared.openai_judge.OpenAIJudge.negotiate`: one tiny probe per server and model,
+    (:meth:`~shared.judge.openai.OpenAIJudge.negotiate`: one tiny probe per server and model,
     remembered); None for a judge that has no such step. Never raises."""
     negotiate = getattr(base_judge(judge), "negotiate", None)
     if negotiate is None or not inspect.iscoroutinefunction(negotiate):

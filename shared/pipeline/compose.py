@@ -14,16 +14,16 @@ from .._version import __version__
 from ..core.redact import redact
 from ..dimensions import DimensionEvidence
 from ..dimensions.embedding import signature_field
-from ..judge.wrappers import JudgeFailed, base_judge
-from ..options import ScoreOptions
-from ..prompts.schemas import CLAIMS_STEP
-from ..reasons import (  # noqa: F401 (REASON_LINE, compose_reasons, sub_score_reason: re-exported)
+from ..evaluation.options import ScoreOptions
+from ..evaluation.reasons import (  # noqa: F401 (REASON_LINE, compose_reasons, sub_score_reason: re-exported)
     REASON_LINE,
     compose_reasons,
     dimension_lines,
     sub_score_reason,
 )
-from ..result import NO_JUDGE, SummaryEvaluation  # noqa: F401 (NO_JUDGE: re-exported)
+from ..evaluation.result import NO_JUDGE, SummaryEvaluation  # noqa: F401 (NO_JUDGE: re-exported)
+from ..judge.wrappers import JudgeFailed, base_judge
+from ..prompts.schemas import CLAIMS_STEP
 
 
 def claims_step(judge: object) -> int:

@@ -9,7 +9,8 @@ Call graph for one summary on the default two-call path (``judge_path="two-call"
                                      style review (this call never sees the source)
 
 Every call that carries the source begins with the same bytes (:func:`shared.prompts.source_prefix`)
-and a cache hint (:mod:`shared.cache_hints`); the summary's calls wait until the source's call has
+and a cache hint (:mod:`shared.core.cache_hints`); the summary's calls wait until the source's
+call has
 finished, so a provider's prefix cache is warm when they arrive. The dependent chain is 2 calls.
 
 The step-by-step path (``judge_path="steps"``) makes three sequential judge rounds::
@@ -26,7 +27,8 @@ the only thing computed and the result is unscored with ``error`` starting "no j
 
 A source whose prompts would exceed ``context_budget`` (estimated tokens) is chunked on either
 path without adding a round: every part of it is asked for questions in parallel, and claims are
-checked against BM25-retrieved passages (:mod:`shared.chunking`, :mod:`shared.retrieval`).
+checked against BM25-retrieved passages (:mod:`shared.pipeline.chunking`,
+:mod:`shared.pipeline.retrieval`).
 Sources that fit are scored exactly as without a budget.
 
 Question generation depends only on the source and the options, so concurrent summaries of one
@@ -34,12 +36,14 @@ source share one call (the cached judge de-duplicates identical in-flight reques
 summaries hit the cache.
 
 With ``samples=k > 1`` the summary-dependent calls are made once per judge sample
-(:mod:`shared._sampling`: own seed, own cache keys), against the one set of questions of round
+(:mod:`shared.pipeline.sampling`: own seed, own cache keys), against the one set of questions of
+round
 1, and the result is the mean of the k scorings with their spread.
 
 This module holds the orchestration and the entry points only. Its parts: the options and input
-checks (:mod:`shared.options`), every judge call (:mod:`shared._judge_steps`), the reason and
-signature (:mod:`shared._compose`), the dimensions' CPU batching
+checks (:mod:`shared.evaluation.options`), every judge call (:mod:`shared.pipeline.steps`), the
+reason and
+signature (:mod:`shared.pipeline.compose`), the dimensions' CPU batching
 (:mod:`shared.dimensions.batching`), and the sync bridge (:mod:`shared.adapter_kit`).
 """
 
@@ -50,14 +54,14 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Unpack
 
-from ..bridge import run_sync
+from ..core.bridge import run_sync
+from ..core.language import LanguageEvidence, detect, resolve_languages
+from ..core.scoring import alignment_ratio, combine_scores, weighted_coverage
+from ..core.usage import collect_usage
 from ..dimensions import DimensionEvidence, DimensionSettings, build_evidence, unavailable_evidence
 from ..dimensions.batching import BatchAnalysis, SharedAnalyser
 from ..dimensions.nlp import pipeline_id
-from ..judge.check import context_budget_for
-from ..judge.wrappers import CachedJudge, Judge, base_judge, negotiate_judge, usage_fields
-from ..language import LanguageEvidence, detect, resolve_languages
-from ..options import (
+from ..evaluation.options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_CONTEXT_BUDGET,
     DEFAULT_N,
@@ -67,10 +71,10 @@ from ..options import (
     check_summary,
     normalise_source,
 )
+from ..evaluation.result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
+from ..judge.check import context_budget_for
+from ..judge.wrappers import CachedJudge, Judge, base_judge, negotiate_judge, usage_fields
 from ..prompts import StyleReview
-from ..result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
-from ..scoring import alignment_ratio, combine_scores, weighted_coverage
-from ..usage import collect_usage
 from .compose import (
     NO_JUDGE,
     compose_reasons,

@@ -32,9 +32,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from ..core.subscores import JUDGE_ONLY, SUB_SCORE_NAMES
+from ..evaluation.result import SummaryEvaluation
 from ..judge.wrappers import CachedJudge, Check, Judge, _Wrapper, base_judge, judge_settings
-from ..result import SummaryEvaluation
-from ..subscores import JUDGE_ONLY, SUB_SCORE_NAMES
 
 T = TypeVar("T", bound=BaseModel)
 

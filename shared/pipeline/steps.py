@@ -34,14 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from .. import prompts as p
-from ..bridge import attached
-from ..chunking import Part, split_parts
+from ..core.bridge import attached
+from ..core.tokens import estimate_tokens
+from ..evaluation.options import ScoreOptions
+from ..evaluation.result import ClaimEvidence, QuestionEvidence
 from ..judge.wrappers import CachedJudge, Judge, base_judge, robust_judge
-from ..options import ScoreOptions
 from ..prompts import schemas
-from ..result import ClaimEvidence, QuestionEvidence
-from ..retrieval import TOP_PASSAGES, group_items, passage_index
-from ..tokens import estimate_tokens
+from .chunking import Part, split_parts
+from .retrieval import TOP_PASSAGES, group_items, passage_index
 
 MAX_CLAIMS_PER_CALL = 40
 """Claims checked in one retrieval-based call: keeps the reply (a verdict, reason and quote per
@@ -104,7 +104,8 @@ def _by_index(items: Sequence[Any]) -> list[Any]:
 def _sized(schema: type[Any], langs: dict[str, str | None]) -> type[Any]:
     """``schema`` with a ``max_tokens`` that fits replies in these languages (Chinese, Japanese
     and Korean need about three times the tokens of English per character:
-    :func:`shared.schemas.for_languages`); the schema itself, and so its name, is unchanged."""
+    :func:`shared.prompts.schemas.for_languages`); the schema itself, and so its name, is
+    unchanged."""
     return schemas.for_languages(schema, langs["language"], langs["source_language"])
 
 

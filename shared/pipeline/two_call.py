@@ -8,11 +8,11 @@ import functools
 from typing import Any
 
 from .. import prompts as p
-from ..cache_hints import cache_hint, source_key
+from ..core.cache_hints import cache_hint, source_key
+from ..evaluation.options import ScoreOptions
+from ..evaluation.result import ClaimEvidence, QuestionEvidence
 from ..judge.wrappers import CachedJudge
-from ..options import ScoreOptions
 from ..prompts import schemas
-from ..result import ClaimEvidence, QuestionEvidence
 from .compose import claims_step
 from .steps import (
     IDK_ANSWERS,
@@ -34,7 +34,8 @@ from .steps import (
 # ---------------------------------------------------------------------------------------------
 # The two-call path: one call per source, two per summary (docs/DESIGN.md, "How the judge is
 # asked"). Every call that carries the source begins with the source's prefix
-# (:func:`shared.prompts.source_prefix`) and carries its cache hint (:mod:`shared.cache_hints`).
+# (:func:`shared.prompts.source_prefix`) and carries its cache hint
+# (:mod:`shared.core.cache_hints`).
 # ---------------------------------------------------------------------------------------------
 
 

@@ -76,7 +76,7 @@ def _prompt_hashes() -> tuple[tuple[str, str], ...]:
 
 def _task_hash(template: str, schema: type[BaseModel]) -> str:
     """12 hex digits over the data rule, one template, its output schema and the rules of the
-    per-call schemas actually sent (:func:`shared.schemas.per_call_rules`)."""
+    per-call schemas actually sent (:func:`shared.prompts.schemas.per_call_rules`)."""
     return _digest(_DATA_RULE, template, schema_fingerprint(schema), per_call_rules(schema))[:12]
 
 

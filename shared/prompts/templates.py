@@ -33,7 +33,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-# The classes live in shared/schemas.py (bounded, per-call variants); they are re-exported here
+# The classes live in shared/prompts/schemas.py (bounded, per-call variants); they are re-exported here
 # so that ``prompts.GeneratedQuestions`` etc. stay where callers and tests look for them.
 from .schemas import (
     CHECK_QUOTE_WORDS,
@@ -230,7 +230,7 @@ PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
     "review_style": (REVIEW_STYLE, StyleReview),
 }
 
-# Long sources (see shared/_judge_steps.py): used only when a full-source prompt would exceed the
+# Long sources (see shared/pipeline/steps.py): used only when a full-source prompt would exceed the
 # context budget. They are hashed apart from PROMPTS (long_prompts_hash), and that hash enters
 # the signature of a result only when one of them was used, so short-source signatures and
 # cache entries are the same as before these templates existed.

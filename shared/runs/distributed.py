@@ -35,11 +35,12 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..options import DEFAULTS, ScoreOptions
+from ..evaluation.options import DEFAULTS, ScoreOptions
+from ..judge.config import OpenAIJudgeConfig
 from ..pipeline import ascore_summaries, ascore_summary, signature
 from .inputs import Columns, InputRow, _check_text, _read_id, row_from_record
 from .results import (
@@ -70,36 +71,6 @@ _CONTROL = ("cache", "concurrency", "retries")
 
 
 @dataclass(frozen=True)
-class OpenAIJudgeConfig:
-    """A picklable recipe for an :class:`~shared.OpenAIJudge`, built once on each actor.
-
-    ``api_key`` None reads ``OPENAI_API_KEY`` on the worker (set it in the job's runtime_env,
-    so the key does not travel inside the task arguments).
-    """
-
-    model: str | None = None
-    base_url: str | None = None
-    api_key: str | None = None
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    """Further keyword arguments of OpenAIJudge (temperature, seed, timeout, max_retries…)."""
-
-    def __post_init__(self) -> None:
-        # plain strings: a str subclass may carry unpicklable state along (a lock, a client)
-        for name in ("model", "base_url", "api_key"):
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, str.__str__(value))
-        object.__setattr__(self, "settings", dict(self.settings))
-
-    def __call__(self) -> Any:
-        from ..judge.openai import OpenAIJudge
-
-        return OpenAIJudge(
-            self.model, base_url=self.base_url, api_key=self.api_key, **dict(self.settings)
-        )
-
-
-@dataclass(frozen=True)
 class JobSettings:
     """Everything an actor needs, picklable (sent once per actor)."""
 
@@ -114,7 +85,7 @@ class JobSettings:
     cache: bool | str
     checked: bool = False
     """Rows already checked by the CLI's reader: they carry ``id``, ``position``, ``source``,
-    ``summary``, ``questions`` and ``error`` as in :class:`~shared.cli.inputs.InputRow`."""
+    ``summary``, ``questions`` and ``error`` as in :class:`~shared.runs.inputs.InputRow`."""
 
 
 def result_columns(id_given: bool, spread: bool = False) -> list[str]:
@@ -135,7 +106,8 @@ def _judge_factory(judge: Any) -> Callable[[], Any] | None:
     if callable(getattr(judge, "generate", None)):
         raise TypeError(
             "judge must be a picklable factory that builds the judge on each worker (e.g. "
-            "shared.distributed.OpenAIJudgeConfig(model, base_url=...)), not a judge instance: "
+            "shared.judge.config.OpenAIJudgeConfig(model, base_url=...)), not a judge "
+            "instance: "
             "clients and caches do not travel between processes"
         )
     if not callable(judge):
@@ -474,7 +446,8 @@ def score_dataset(
     a 2-CPU machine, 0.5 each), and a value that would hold every CPU is refused (ValueError):
     such a job waits forever. Other keyword
     arguments are :func:`shared.score_summaries` options (n, beta, combine, dimensions,
-    samples…; names and defaults from :mod:`shared.options`); with ``samples`` > 1 the result
+    samples…; names and defaults from :mod:`shared.evaluation.options`); with ``samples`` > 1 the
+    result
     also has a ``<sub-score>_sd`` column per sub-score, as the CLI's results file.
 
     A bad row (missing, empty or non-string text) becomes a ``bad_input`` row with the reason in

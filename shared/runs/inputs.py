@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import bounded_json
+from ..core import bounded_json
 
 InputFormat = Literal["jsonl", "csv"]
 

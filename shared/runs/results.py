@@ -25,11 +25,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from .. import bounded_json
+from ..core import bounded_json
 from ..core.files import naming
 from ..core.redact import safe_record
-from ..result import NO_JUDGE, SummaryEvaluation
-from ..subscores import JUDGE_ONLY, SUB_SCORE_NAMES
+from ..core.subscores import JUDGE_ONLY, SUB_SCORE_NAMES
+from ..evaluation.result import NO_JUDGE, SummaryEvaluation
 from .inputs import allow_large_csv_fields
 
 ResultFormat = Literal["jsonl", "csv"]
@@ -115,7 +115,7 @@ def evaluation_row(
 
 NEEDS_JUDGE: tuple[str, ...] = JUDGE_ONLY  # the name the CLI reads; one set, JUDGE_ONLY
 """The columns only a judge fills (non_redundancy falls back to its deterministic part); from
-:data:`shared.subscores.SUB_SCORES`."""
+:data:`shared.core.subscores.SUB_SCORES`."""
 
 
 def offline_reason(core_reason: str) -> str:

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..options import ScoreOptions
+from ..core.signature import Signature
+from ..evaluation.options import ScoreOptions
 from ..pipeline import ascore_summary, signature
-from ..signature import Signature
 from .inputs import InputRow
 from .results import (
     STATUS_BAD_INPUT,

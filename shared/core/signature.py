@@ -1,7 +1,8 @@
 """A score's signature as an object: its fields in written order, split into the run's part and
 the row's own part.
 
-The text form (``judge:<model>|n:10|...|version:<v>``, :func:`shared.signature`) is what results
+The text form (``judge:<model>|n:10|...|version:<v>``, :func:`shared.core.signature`) is what
+results
 files and cache keys hold, byte for byte; :meth:`Signature.parse` reads it back. The fields are
 ``key:value`` pairs separated by ``|`` (a free-form value has its ``|`` escaped,
 :func:`shared.dimensions.embedding.signature_field`), so parsing is a split, not a pattern.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .prompts.hashes import language_prompts_hash
+from ..prompts.hashes import language_prompts_hash
 
 ROW_LANGUAGE = "lang"
 """The row's detected language (``|lang:fr``, ``|lang:de>en``); English rows write none."""

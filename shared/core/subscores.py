@@ -14,7 +14,7 @@ How to add a sub-score (a new text-quality dimension ``foo``):
 2. Add ``foo`` to ``DimensionName`` in :mod:`shared.dimensions.evidence`, its evidence model
    and a ``foo`` field on ``DimensionEvidence``; compute it in :mod:`shared.dimensions.compute`
    (``build_evidence``). If it needs the judge, extend the style review in
-   :mod:`shared._judge_steps` (the dimensions package never calls a judge).
+   :mod:`shared.pipeline.steps` (the dimensions package never calls a judge).
 3. Add the ``foo: float | None = None`` field to :class:`shared.SummaryEvaluation`.
 4. DeepEval: add ``SummaryFooMetric`` to ``deepeval_ext/_metrics.py`` and ``SUB_SCORE_METRICS``
    (``tests/test_option_surfaces.py`` fails until every sub-score has its metric). Ragas,

@@ -1,7 +1,7 @@
 """Split a long source into sentence-aligned parts that fit a token budget.
 
 Used only when a source does not fit the context budget in one prompt (see
-:mod:`shared._judge_steps`): question generation reads the source part by part, and claim
+:mod:`shared.pipeline.steps`): question generation reads the source part by part, and claim
 verification retrieves small passages. Splitting is regex-based (sentence ends and blank lines),
 not spaCy: it runs over 100,000-word sources in a fraction of a second and needs no model.
 Parts never cut a sentence unless that single sentence is itself over the limit, in which case
@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from .tokens import CHARS_PER_TOKEN, estimate_tokens
+from ..core.tokens import CHARS_PER_TOKEN, estimate_tokens
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|\n\s*\n")
 

@@ -1,7 +1,8 @@
 """The text of a result's reasons, built from its evidence alone (no LLM call): the short
 reason, the detailed one, and one sub-score's reason (:meth:`SummaryEvaluation.reason_for`).
 
-It reads results and never builds them, so :mod:`shared.result` and the pipeline's composition
+It reads results and never builds them, so :mod:`shared.evaluation.result` and the pipeline's
+composition
 both import it.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .dimensions.evidence import DIMENSIONS, DimensionEvidence
+from ..dimensions.evidence import DIMENSIONS, DimensionEvidence
 
 if TYPE_CHECKING:  # pragma: no cover
     from .options import ScoreOptions

@@ -12,7 +12,7 @@ A usage mapping has exactly the keys of :data:`USAGE_KEYS`:
     its prompt cache (``usage.prompt_tokens_details.cached_tokens``; llama.cpp's
     ``timings.cache_n`` where it reports no such field); they are part of ``prompt_tokens``.
 
-The judge (:class:`~shared.openai_judge.OpenAIJudge`) adds every request to its own ``usage``
+The judge (:class:`~shared.judge.openai.OpenAIJudge`) adds every request to its own ``usage``
 and to each collector open in the calling task (:func:`collect_usage`): the pipeline opens one
 per row, so a result's ``usage`` holds the calls made for that row. An answer that came from the
 cache costs nothing and counts nothing.

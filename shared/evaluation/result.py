@@ -6,11 +6,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from .dimensions.evidence import DimensionEvidence
-from .language import LanguageEvidence
-from .prompts.schemas import Verdict
+from ..core.language import LanguageEvidence
+from ..core.subscores import SUB_SCORE_NAMES
+from ..dimensions.evidence import DimensionEvidence
+from ..prompts.schemas import Verdict
 from .reasons import sub_score_reason
-from .subscores import SUB_SCORE_NAMES
 
 NO_JUDGE = (
     "no judge: alignment, coverage and the score need a judge (none was given); "
@@ -85,11 +85,11 @@ class SummaryEvaluation(BaseModel):
     """With ``samples=k > 1``: the standard deviation over samples of each sub-score (None where
     fewer than two samples have a value). Empty for a single-sample run."""
     usage: dict[str, int] = Field(default_factory=dict)
-    """The judge requests made for this row (:mod:`shared.usage`): ``calls``, ``retries``,
+    """The judge requests made for this row (:mod:`shared.core.usage`): ``calls``, ``retries``,
     ``prompt_tokens``, ``cached_tokens``, ``completion_tokens``; answers from the cache count
     nothing. Empty without a judge."""
     cost: float | None = None
-    """US$ for ``usage`` at the judge's prices (:mod:`shared.pricing`; $0 on a local server);
+    """US$ for ``usage`` at the judge's prices (:mod:`shared.core.pricing`; $0 on a local server);
     None when no price is known or without a judge."""
 
     @model_validator(mode="after")

@@ -16,9 +16,9 @@ How to add an option ``foo``:
 1. Add ``foo: T = option(DEFAULT, _check_foo, "one line of help")`` to :class:`OptionFields`
    (write ``_check_foo(name, value) -> value`` here if no existing check fits) and
    ``foo: T`` to :class:`ScoreOptionsKwargs`. A test fails if the two disagree.
-2. Read ``options.foo`` where it acts (``shared/pipeline.py`` or ``shared/_judge_steps.py``;
+2. Read ``options.foo`` where it acts (``shared/pipeline/run.py`` or ``shared/pipeline/steps.py``;
    a dimension setting goes through :class:`~shared.dimensions.DimensionSettings`). If it
-   changes the result, add it to :func:`shared._compose.signature`.
+   changes the result, add it to :func:`shared.pipeline.compose.signature`.
 3. Surfaces: Ragas inherits the field (``OptionFields`` is a base of its metric dataclass) and
    the collections metric takes ``**options``: no edit. DeepEval needs ``foo=DEFAULTS.foo`` in
    ``_SummaryMetricBase.__init__`` (it rebuilds metrics from their constructor arguments); the
@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack
 
-from .dimensions import (
+from ..core.language import check_language_code
+from ..dimensions import (
     DEFAULT_SPACY_MODEL,
     DEFAULT_TARGET,
     DEFAULT_TOLERANCE,
@@ -45,24 +46,18 @@ from .dimensions import (
     DimensionSettings,
     normalise_dimensions,
 )
-from .dimensions.coherence import FORMULAS
-from .language import check_language_code, check_spacy_model
+from ..dimensions.coherence import FORMULAS
+from ..dimensions.pipelines import check_spacy_model
+from ..judge.server import (  # the judge owns its defaults; re-exported
+    DEFAULT_CONTEXT_BUDGET,
+    DEFAULT_TIMEOUT,
+    MIN_CONTEXT_BUDGET,
+)
 
 DEFAULT_N = 10
 """Ten questions: enough that one missed minor point moves coverage by a few points rather than
 a fifth (DeepEval's default of 5), few enough that answers and grades for all of them still fit
 in one short call each. The number of judge calls does not depend on ``n``."""
-
-DEFAULT_CONTEXT_BUDGET = 16_000
-"""Largest prompt the core sends, in estimated tokens (:mod:`shared.tokens`, which overshoots
-real o200k counts on English by about a fifth). A source whose full-source prompts fit is scored
-exactly as if there were no budget; a longer one is read part by part for questions and checked
-claim by claim against retrieved passages. 16k leaves room under every current 32k+ context
-window for the reply, and keeps the number of parts (parallel calls) of a 100,000-word source
-near ten."""
-
-MIN_CONTEXT_BUDGET = 2_000
-"""Below this the fixed instructions and one retrieved passage would not leave room to work."""
 
 MAX_SAMPLES = 100
 MAX_N = 100
@@ -75,9 +70,6 @@ DEFAULT_CONCURRENCY = 64
 DeepEval's 20 concurrent test cases do. At 32 the calls over the limit waited a whole round and
 their replies landed on the last round's: measured 0.77x DeepEval's wall time, 0.75x at 64
 (docs/PERFORMANCE.md). Lower it for rate-limited APIs."""
-
-DEFAULT_TIMEOUT = 120.0
-"""Seconds one judge call may take, its retries included, before it counts as failed."""
 
 
 @dataclass(frozen=True)
