@@ -265,6 +265,43 @@ def test_the_three_real_metrics_run_against_the_stub_and_rerun_from_the_kept_res
     assert "ours − deepeval" in page and "ours − ragas" in page
 
 
+def test_cli_the_stub_judge_as_served_lets_every_peer_score_every_row(tmp_path: Path) -> None:
+    """``bench --articles 1`` against the stub as ``summary-eval stub-judge`` serves it (the plain
+    fake, no test's own answers): Ragas' SummaryScore scored 0/16 and the bench exited 1. The
+    stub took its questions prompt for DeepEval's ``Questions`` schema (the name is in Ragas'
+    JSON schema too) and answered every Ragas schema with its smallest instance, no answers, on
+    which SummaryScore divides by zero. (Ours is unaffected; the other tests run it.)"""
+    with stub_server(schemas=peer_schemas()) as url:
+        result = _cli(
+            [
+                "--base-url",
+                url,
+                "--model",
+                "stub",
+                "--articles",
+                "1",
+                "--metrics",
+                "deepeval,ragas",
+                "--workdir",
+                str(tmp_path / "w"),
+                "--json",
+                str(tmp_path / "b.json"),
+                "--resamples",
+                "50",
+            ]
+        )
+        asked = url.judge.calls
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "b.json").read_text())
+    for m in data["metrics"]:
+        assert (m["scored"], m["failed"]) == (16, 0), (m["name"], m["reasons"])
+    ragas = data["metrics"][1]
+    assert len(set(ragas["scores"].values())) > 1  # from the texts, not one constant
+    assert ragas["agreement"][0]["summary"]["value"] is not None
+    for schema in ("ExtractedKeyphrases", "QuestionsGenerated", "AnswersGenerated"):
+        assert asked[schema] == 16, asked
+
+
 def test_a_peer_not_installed_is_reported_and_the_others_still_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
