@@ -238,6 +238,21 @@ def test_empty_values_and_unmatched_ids_are_counted() -> None:
         agreement(results, labels, {"coverage": "relevance"}, group_column="article")
 
 
+def test_an_id_twice_no_labels_or_no_shared_id_is_an_error_not_an_empty_agreement() -> None:
+    """As ``compare`` refuses them: a repeated results id (one of its rows would silently win),
+    labels with no row, and results and labels sharing no id all raise, never report n=0."""
+    results = [{"id": str(i), "coverage": i / 10} for i in range(1, 6)]
+    labels = [{"id": str(i), "relevance": i} for i in range(1, 6)]
+    assert agreement(results, labels, {"coverage": "relevance"}).joined == 5
+    with pytest.raises(ValueError, match="the results hold the id '3' twice"):
+        agreement([*results, {"id": "3", "coverage": 0.9}], labels, {"coverage": "relevance"})
+    with pytest.raises(ValueError, match="the labels hold no row"):
+        agreement(results, [], {"coverage": "relevance"})
+    others = [{"id": f"x{i}", "relevance": i} for i in range(1, 6)]
+    with pytest.raises(ValueError, match="share no id"):
+        agreement(results, others, {"coverage": "relevance"})
+
+
 # ---------------------------------------------------------------------------------------------
 # CLI, on the shipped SummEval sample
 # ---------------------------------------------------------------------------------------------
@@ -301,3 +316,30 @@ def test_cli_agree_reads_csv_labels_and_refuses_bad_usage(tmp_path: Path) -> Non
         "agree", results, "--labels", labels, "--map", "coverage=good", "--json", labels
     )
     assert code == 2 and "is an input file" in text
+
+
+def test_cli_agree_refuses_an_id_twice_empty_labels_and_no_shared_id(tmp_path: Path) -> None:
+    """Each of these exited 0 (a table over the rows that happened to join, or over none)."""
+    lines = [
+        json.dumps({"id": f"x{i}", "position": i, "status": "ok", "coverage": i / 10}) + "\n"
+        for i in range(1, 7)
+    ]
+    results = tmp_path / "r.results.jsonl"
+    results.write_text("".join(lines))
+    twice = tmp_path / "twice.results.jsonl"
+    twice.write_text("".join(lines) + lines[1])
+    labels = tmp_path / "human.csv"
+    labels.write_text("id,rel\n" + "".join(f"x{i},{i}\n" for i in range(1, 7)))
+    assert run_cli("agree", results, "--labels", labels, "--map", "coverage=rel")[0] == 0
+
+    code, text = run_cli("agree", twice, "--labels", labels, "--map", "coverage=rel")
+    assert code == 2 and "the results hold the id 'x2' twice; ids must be unique" in text
+    for empty, content in (("empty.csv", ""), ("header.csv", "id,rel\n"), ("empty.jsonl", "")):
+        path = tmp_path / empty
+        path.write_text(content)
+        code, text = run_cli("agree", results, "--labels", path, "--map", "coverage=rel")
+        assert code == 2 and f"the labels {empty} hold no row" in text, text
+    others = tmp_path / "others.csv"
+    others.write_text("id,rel\n" + "".join(f"y{i},{i}\n" for i in range(1, 7)))
+    code, text = run_cli("agree", results, "--labels", others, "--map", "coverage=rel")
+    assert code == 2 and "the results and the labels share no id" in text

@@ -265,6 +265,43 @@ def test_the_three_real_metrics_run_against_the_stub_and_rerun_from_the_kept_res
     assert "ours − deepeval" in page and "ours − ragas" in page
 
 
+def test_cli_the_stub_judge_as_served_lets_every_peer_score_every_row(tmp_path: Path) -> None:
+    """``bench --articles 1`` against the stub as ``summary-eval stub-judge`` serves it (the plain
+    fake, no test's own answers): Ragas' SummaryScore scored 0/16 and the bench exited 1. The
+    stub took its questions prompt for DeepEval's ``Questions`` schema (the name is in Ragas'
+    JSON schema too) and answered every Ragas schema with its smallest instance, no answers, on
+    which SummaryScore divides by zero. (Ours is unaffected; the other tests run it.)"""
+    with stub_server(schemas=peer_schemas()) as url:
+        result = _cli(
+            [
+                "--base-url",
+                url,
+                "--model",
+                "stub",
+                "--articles",
+                "1",
+                "--metrics",
+                "deepeval,ragas",
+                "--workdir",
+                str(tmp_path / "w"),
+                "--json",
+                str(tmp_path / "b.json"),
+                "--resamples",
+                "50",
+            ]
+        )
+        asked = url.judge.calls
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "b.json").read_text())
+    for m in data["metrics"]:
+        assert (m["scored"], m["failed"]) == (16, 0), (m["name"], m["reasons"])
+    ragas = data["metrics"][1]
+    assert len(set(ragas["scores"].values())) > 1  # from the texts, not one constant
+    assert ragas["agreement"][0]["summary"]["value"] is not None
+    for schema in ("ExtractedKeyphrases", "QuestionsGenerated", "AnswersGenerated"):
+        assert asked[schema] == 16, asked
+
+
 def test_a_peer_not_installed_is_reported_and_the_others_still_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -405,6 +442,66 @@ def test_cli_labels_sharing_no_id_are_a_usage_error(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "no row of data.jsonl has labels in human.csv" in result.output
+
+
+def test_cli_labels_with_no_number_are_refused_before_any_judge_call(tmp_path: Path) -> None:
+    """Labels of "n/a", "" and "five" leave nothing to correlate with: the bench says so and
+    exits 2 before it pays for a single judge call (it scored every row, then found it)."""
+    data, labels = _user_files(tmp_path, [])
+    values = ["n/a", "", "five"]
+    labels.write_text("id,rel,article\n" + "".join(f"r{i},{values[i % 3]},A0\n" for i in range(16)))
+    with stub_server(PeerFake(), schemas=peer_schemas()) as url:
+        result = _cli(
+            [
+                "--base-url",
+                url,
+                "--model",
+                "stub",
+                "--data",
+                str(data),
+                "--labels",
+                str(labels),
+                "--map",
+                "score=rel",
+                "--workdir",
+                str(tmp_path / "w"),
+            ]
+        )
+        assert url.count == 0  # no judge call paid
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert "the labels' 'rel' column holds no number in any of the 16 row(s)" in text
+    assert "'n/a', '', 'five'" in text and "nothing to correlate the metrics with" in text
+    assert not list((tmp_path / "w").glob("*.jsonl"))
+
+
+def test_bench_refuses_ratings_with_fewer_than_three_numbers_before_any_call(
+    tmp_path: Path,
+) -> None:
+    """The Python API checks the rows it is given the same way, before the first judge call."""
+    items = pb.summeval_items(SUMMEVAL, articles=1, seed=0)
+    unrated = [
+        pb.BenchItem(i.id, i.source, i.summary, {"rel": 3.0 if n < 2 else None}, i.group)
+        for n, i in enumerate(items)
+    ]
+    calls: list[str] = []
+
+    def counting(batch: Sequence[pb.BenchItem], *_: Any) -> list[pb.Outcome]:
+        calls.append(batch[0].id)
+        return [(0.5, None)] * len(batch)
+
+    for given, ratings in ((unrated, ["rel"]), (items, ["helpfulness"])):
+        with pytest.raises(ValueError, match="nothing to correlate the metrics with"):
+            bench(
+                model="stub",
+                base_url="http://127.0.0.1:9/v1",
+                metrics=["counting"],
+                runners={"counting": counting},
+                items=given,
+                ratings=ratings,
+                workdir=tmp_path,
+            )
+    assert calls == []
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ ids and empty sub-scores are counted as documented; the CI gate exits 1 / 0 on c
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,9 @@ from shared import Comparison, SummaryEvaluation, UnpairedError, compare, stats
 from shared.analysis.comparison import Gate
 from shared.cli.app import app
 from shared.runs.results import ResultsWriter, columns, read_results, score_keys
+from shared.testing import stub_server
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "summaries.jsonl"
 
 KEYS = score_keys()
 
@@ -306,3 +310,40 @@ def test_cli_refuses_a_file_that_is_not_a_results_file(tmp_path: Path) -> None:
     assert code == 2 and "not found" in text
     code, text = run_cli("compare", a, tmp_path / "b.txt")
     assert code == 2
+
+
+def test_the_same_run_as_jsonl_and_as_csv_gives_zero_deltas_on_every_sub_score(
+    tmp_path: Path,
+) -> None:
+    """One run's results read from its CSV and from JSONL (as ``score`` writes it, and as a csv
+    module turns the CSV into JSONL: every value text) are the same numbers: every sub-score is
+    compared on every row with delta 0. The JSONL reader kept text cells as text, which compare
+    skips, so the converted file gave null deltas on every sub-score against the CSV."""
+    as_csv, as_jsonl = tmp_path / "run.csv", tmp_path / "run.jsonl"
+    with stub_server() as url:
+        for out in (as_csv, as_jsonl):
+            code, text = run_cli(
+                "score", EXAMPLES, "--base-url", url, "--model", "stub", "--no-cache",
+                "-o", out, "--no-report",
+            )  # fmt: skip
+            assert code == 0, text
+    converted = tmp_path / "converted.jsonl"
+    with as_csv.open(newline="", encoding="utf-8") as handle:
+        records = list(csv.DictReader(handle))
+    converted.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    assert records and isinstance(records[0]["coverage"], str)
+
+    rows = len(records)
+    for jsonl in (as_jsonl, converted):
+        for first, second in ((jsonl, as_csv), (as_csv, jsonl)):
+            result = compare(first, second)
+            assert result.paired == rows
+            for name in KEYS:
+                sub = result.get(name)
+                assert (sub.n, sub.delta, sub.mean_a) == (rows, 0.0, sub.mean_b), (jsonl, name)
+        out = tmp_path / f"{jsonl.stem}.compare.json"
+        code, text = run_cli("compare", jsonl, as_csv, "--json", out)
+        assert code == 0, text
+        payload = json.loads(out.read_text())
+        assert [(s["name"], s["delta"]) for s in payload["sub_scores"]] == [(k, 0.0) for k in KEYS]
+        assert all(set(r["deltas"].values()) == {0.0} for r in payload["rows"])

@@ -130,7 +130,7 @@ def test_bench_json_and_html_hold_no_key(tmp_path: Path, monkeypatch: pytest.Mon
             "--articles",
             "1",
             "--summaries",
-            "2",
+            "3",  # a correlation needs three rated rows
             "--workdir",
             tmp_path / "w",
             "--json",

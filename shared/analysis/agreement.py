@@ -235,13 +235,25 @@ def agreement(
     one is identified by its 1-based position, as ``summary-eval score`` identifies input rows).
     Ids on one side only are listed, not an error: labels are often a sample. ``group_column``
     and ``system_column`` are read from the labels row, else from the results row.
+
+    Raises ``ValueError``, as :func:`~shared.compare` does, when an id is held twice (by the
+    results or by the labels), when the results or the labels hold no row, and when the two
+    share no id: each would otherwise report correlations over nothing (or over whichever of a
+    repeated id's rows came last).
     """
     if not 1 <= resamples <= MAX_RESAMPLES:
         raise ValueError(f"resamples must be from 1 to {MAX_RESAMPLES:,}")
     pairs = _pairs(mapping)
-    result_rows = {str(r["id"]): r for r in load_rows(results)}
+    result_rows: dict[str, Mapping[str, Any]] = {}
+    for row in load_rows(results):
+        row_id = str(row["id"])
+        if row_id in result_rows:
+            raise ValueError(f"the results hold the id {row_id!r} twice; ids must be unique")
+        result_rows[row_id] = row
+    if not result_rows:
+        raise ValueError("the results hold no row: nothing to agree with")
     for metric, label in pairs:  # a misspelt name is an error, not n=0 (as in compare)
-        if result_rows and not any(metric in r for r in result_rows.values()):
+        if not any(metric in r for r in result_rows.values()):
             have = sorted({k for r in result_rows.values() for k, v in r.items() if _numeric(v)})
             raise ValueError(
                 f"the results have no sub-score {metric!r} (for --map {metric}={label}); "
@@ -252,6 +264,9 @@ def agreement(
         if isinstance(labels, str | Path)
         else [{**dict(r), "_position": i} for i, r in enumerate(labels, start=1)]
     )
+    if not label_rows_list:
+        where = f" {Path(labels).name}" if isinstance(labels, str | Path) else ""
+        raise ValueError(f"the labels{where} hold no row: nothing to agree with")
     label_rows: dict[str, Mapping[str, Any]] = {}
     for row in label_rows_list:
         row_id = _label_id(row, id_column)
@@ -259,12 +274,17 @@ def agreement(
             raise ValueError(f"the labels hold the id {row_id!r} twice; ids must be unique")
         label_rows[row_id] = row
     for metric, label in pairs:
-        if label_rows and not any(label in r for r in label_rows.values()):
+        if not any(label in r for r in label_rows.values()):
             raise ValueError(f"the labels have no column {label!r} (for --map {metric}={label})")
     for column in (group_column, system_column):
         if column and not any(column in r for r in (*label_rows.values(), *result_rows.values())):
             raise ValueError(f"neither the labels nor the results have a column {column!r}")
     ids = [i for i in result_rows if i in label_rows]
+    if not ids:
+        raise ValueError(
+            f"the results and the labels share no id: nothing to agree with (ids are joined on "
+            f"the labels' {id_column!r} column, or its row number when the column is missing)"
+        )
 
     def column(row_id: str, name: str | None) -> str | None:
         if name is None:

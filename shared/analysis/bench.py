@@ -59,6 +59,7 @@ from .bench_data import (  # noqa: F401 (re-exported: the names this module had)
     METRIC_TITLES,
     METRICS,
     MIN_GROUP,
+    RATING_HINT,
     REASON_CHARS,
     STORE_VERSION,
     SUMMEVAL_PATH,
@@ -80,6 +81,7 @@ from .bench_data import (  # noqa: F401 (re-exported: the names this module had)
     counted_http_client,
     labelled_items,
     summeval_items,
+    unrated,
 )
 from .comparison import DEFAULT_RESAMPLES
 
@@ -320,6 +322,14 @@ def bench(
     if ratings is None:
         ratings = sorted({r for item in items for r in item.labels})
     ratings = list(ratings)
+    if not ratings:
+        raise ValueError(f"the rows carry no rating to correlate the metrics with. {RATING_HINT}")
+    short = unrated(items, ratings)
+    if short:  # before any judge call: a bench with nothing to correlate with is not worth one
+        raise ValueError(
+            f"the rating(s) {', '.join(map(repr, short))} are numbers in fewer than {MIN_GROUP} "
+            f"of the {len(items)} rows: nothing to correlate the metrics with. {RATING_HINT}"
+        )
     prices = resolve_prices(
         model, base_url, price_in=price_in, price_cached=price_cached, price_out=price_out
     )

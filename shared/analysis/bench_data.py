@@ -202,7 +202,31 @@ def labelled_items(
             f"no row of {path.name} has labels in {Path(labels).name} (ids are joined on the "
             f"labels' {id_column!r} column, or its row number when the column is missing)"
         )
+    for rating in unrated(items, ratings):
+        seen = list(dict.fromkeys(repr(label_rows[item.id].get(rating)) for item in items))
+        raise ValueError(
+            f"the labels' {rating!r} column holds {_numbers(items, rating)} of the "
+            f"{len(items)} row(s) to benchmark (values: {_few(seen)}): nothing to correlate the "
+            f"metrics with. {RATING_HINT}"
+        )
     return LabelledData(items=items, ratings=ratings, notes=notes)
+
+
+RATING_HINT = (
+    "A correlation needs at least 3 rows rated with numbers (or yes/no, true/false, "
+    "pass/fail); map a column that holds them."
+)
+
+
+def unrated(items: Sequence[BenchItem], ratings: Sequence[str]) -> list[str]:
+    """The ``ratings`` fewer than :data:`MIN_GROUP` of ``items`` carry as a number: no
+    correlation with them exists at any level, so no judge call is worth paying for them."""
+    return [r for r in ratings if sum(item.labels.get(r) is not None for item in items) < MIN_GROUP]
+
+
+def _numbers(items: Sequence[BenchItem], rating: str) -> str:
+    count = sum(item.labels.get(rating) is not None for item in items)
+    return "no number in any" if not count else f"a number in only {count}"
 
 
 def _all_str(values: Sequence[Any]) -> bool:

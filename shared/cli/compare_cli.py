@@ -461,13 +461,8 @@ def agree_command(
             seed=seed,
             resamples=resamples,
         )
-    except ValueError as exc:
+    except ValueError as exc:  # an id twice, no labels, no shared id, a misspelt name
         raise _usage_error(str(exc)) from None
-    if not found.joined:
-        raise _usage_error(
-            f"no id of {results} is in {labels} (ids are joined on the labels' {id_column!r} "
-            "column, or its row number when the column is missing)"
-        )
     _print_agreement(found)
     if json_path is not None:
         _write_json(json_path, {"results": str(results), "labels": str(labels), **found.to_dict()})

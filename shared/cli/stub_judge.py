@@ -3,8 +3,12 @@
 It serves :func:`shared.testing.stub_server` on 127.0.0.1 until interrupted, so the CLI
 (``--base-url``), ``OpenAIJudge``, a Ragas ``llm_factory`` client or a DeepEval model can run
 without an API key. Besides this project's prompts it answers the output schemas of the peers'
-own metrics (DeepEval's ``SummarizationMetric``, Ragas's ``SummarizationScore``), with minimal
-valid answers, so a side-by-side run completes offline; those numbers carry no meaning.
+own metrics, so a side-by-side run (``summary-eval bench``) scores every row offline: Ragas'
+``SummaryScore`` (and the legacy ``SummarizationScore``) gets keyphrases, closed questions and
+0/1 answers built from the texts in its prompts, as :class:`~shared.testing.FakeJudge` answers
+this project's prompts (its smallest valid answer, an empty list of answers, made it divide by
+zero on every row); DeepEval's ``SummarizationMetric`` gets minimal valid answers. Those
+numbers carry no meaning.
 """
 
 from __future__ import annotations
@@ -30,9 +34,16 @@ PEER_SCHEMAS = {
         "QuestionsGenerated",
         "AnswersGenerated",
     ),
+    "ragas.metrics.collections.summary_score.util": (
+        "ExtractedKeyphrases",
+        "QuestionsGenerated",
+        "AnswersGenerated",
+    ),
 }
 """Where the peers' summarization metrics declare the schemas they ask the LLM for (read from
-deepeval 4.3 and ragas 0.4: ``schema=`` in their metric code)."""
+deepeval 4.3 and ragas 0.4: ``schema=`` in their metric code). Ragas' ``SummaryScore`` of
+``ragas.metrics.collections`` (the one ``summary-eval bench`` runs) has its own copies of the
+legacy ``SummarizationScore``'s three schemas, with the same names and fields."""
 
 
 def peer_schemas() -> list[type[BaseModel]]:

@@ -236,17 +236,42 @@ def not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
     return f"{path} is not UTF-8 text (byte 0x{byte} cannot be decoded); save it as UTF-8"
 
 
+_SCORE_COLUMNS = frozenset([*SUB_SCORE_NAMES, *(f"{name}_sd" for name in SUB_SCORE_NAMES)])
+
+
 def _sane(row: Row) -> Row:
     """A row as the readers expect it, whatever a hand edit left: a number that is not finite
-    (``NaN``, ``Infinity``, which JSON readers accept) is no score (None), ``evidence`` is a
-    mapping, the id is text."""
+    (``NaN``, ``Infinity``, which JSON readers accept) is no score (None), a sub-score is read
+    by one rule in both formats (:func:`score_cell`), ``evidence`` is a mapping, the id is
+    text."""
     for key, value in row.items():
-        if isinstance(value, float) and not math.isfinite(value):
+        if key in _SCORE_COLUMNS:
+            row[key] = score_cell(value)
+        elif isinstance(value, float) and not math.isfinite(value):
             row[key] = None
     if not isinstance(row.get("evidence"), dict):
         row["evidence"] = {}
     row["id"] = str(row["id"])
     return row
+
+
+def score_cell(value: Any) -> float | None:
+    """A sub-score cell as a number, whichever format held it: a finite number, or the text of
+    one (every CSV cell is text, and so is every value of a JSONL file made from a CSV with a csv
+    module). Both readers read sub-scores by this one rule, so the same rows give the same
+    numbers from either format; anything else (a boolean, other text, ``NaN``) is no score."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _from_csv(record: dict[str, Any]) -> Row | None:
