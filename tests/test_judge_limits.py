@@ -292,6 +292,33 @@ def test_a_slow_server_gets_a_per_call_limit_that_fits_or_advice(
     assert "Per-call limit raised" not in text
 
 
+def test_the_library_fits_the_per_call_limit_as_the_cli_does(seed: tuple[str, str]) -> None:
+    """score_summaries with an OpenAIJudge given no timeout: the same fit as `score` (the one
+    afit_run); a timeout given is kept."""
+    source, summary = seed
+    with stub_server(tokens_per_s=2.0) as url:
+        fitted = OpenAIJudge("stub", base_url=url)
+        (result,) = score_summaries([(source, summary)], judge=fitted, cache=False, dimensions=[])
+        assert result.score is not None
+        assert fitted.timeout > 120 and fitted.fit_timeout  # raised, and follows the speed
+        openai_judge._probes.clear()
+        kept = OpenAIJudge("stub", base_url=url, timeout=30)
+        (result,) = score_summaries([(source, summary)], judge=kept, cache=False, dimensions=[])
+    assert result.score is not None
+    assert kept.timeout == 30 and not kept.fit_timeout
+
+
+def test_a_ray_actors_judge_fits_its_limit_unless_the_run_gave_one() -> None:
+    """The CLI's recipe leaves a --timeout not given out, so each judge built from it (the
+    driver's, and every Ray actor's, which score through the library) fits its own limit."""
+    from shared.cli.common import judge_recipe
+
+    free = judge_recipe(model="m", base_url="http://127.0.0.1:9/v1", api_key=None)()
+    fixed = judge_recipe(model="m", base_url="http://127.0.0.1:9/v1", api_key=None, timeout=30)()
+    assert not free.timeout_given and free.timeout == 120.0
+    assert fixed.timeout_given and fixed.timeout == 30.0
+
+
 def test_api_key_flag_reaches_the_server_and_errors_speak_in_flags(
     seed: tuple[str, str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -513,7 +540,7 @@ def test_the_longest_reply_is_sized_for_the_path_and_the_summaries() -> None:
     # The per-call limit is fitted to the longest reply a call of the run can be sent; on the
     # two-call path that is the claim check of the longest summary (seen on llama-server: a
     # 2,951-token claim check cut at a limit sized for the step path's 1,786-token replies).
-    from shared.cli.common import longest_reply
+    from shared.pipeline.fit import longest_reply
     from shared.prompts.schemas import (
         checked_claims_schema,
         max_claims,

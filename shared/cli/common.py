@@ -21,9 +21,6 @@ from rich.console import Console
 from rich.text import Text
 
 from ..core.redact import command_line, redact_url
-from ..evaluation.options import DEFAULT_TIMEOUT
-from ..pipeline.compose import claims_step
-from ..prompts.schemas import CLAIMS_STEP
 from ..runs.results import (
     NEEDS_JUDGE,
     STATUS_BAD_INPUT,
@@ -80,7 +77,7 @@ def judge_recipe(
     model: str | None,
     base_url: str | None,
     api_key: str | None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float | None = None,
     prices: dict[str, float | None] | None = None,
 ) -> Any:
     """The OpenAI-compatible judge the flags ask for, as a picklable recipe
@@ -94,7 +91,12 @@ def judge_recipe(
         model,
         base_url=base_url,
         api_key=api_key,
-        settings={"timeout": timeout, **{k: v for k, v in (prices or {}).items() if v is not None}},
+        # a timeout not given stays so: each judge (a Ray actor's too) then fits its limit to
+        # the server's speed (shared.pipeline.fit)
+        settings={
+            **({} if timeout is None else {"timeout": timeout}),
+            **{k: v for k, v in (prices or {}).items() if v is not None},
+        },
     )
 
 
@@ -106,7 +108,7 @@ def build_judge(
     retries: int,
     concurrency: int,
     cache: Path | None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float | None = None,
     api_key: str | None = None,
     prices: dict[str, float | None] | None = None,
     check: bool = True,
@@ -137,7 +139,7 @@ def build_judge(
     if check:
         from .check_judge import ensure_reachable
 
-        problem = ensure_reachable(where, inner.client.api_key, timeout)
+        problem = ensure_reachable(where, inner.client.api_key, inner.timeout)
         if problem:
             raise _usage_error(f"the judge is not reachable: {problem}")
     with _cache_problems():
@@ -204,16 +206,6 @@ def _finite(value: float | None) -> float | None:
     return value
 
 
-def _limited(judge: Any) -> Any:
-    from ..judge.wrappers import LimitedJudge, _Wrapper
-
-    while isinstance(judge, _Wrapper):
-        if isinstance(judge, LimitedJudge):
-            return judge
-        judge = judge.inner
-    return None
-
-
 def fit_to_server(
     judge: Any,
     *,
@@ -225,106 +217,25 @@ def fit_to_server(
     judge_path: str = "two-call",
     summaries: Iterable[str] = (),
 ) -> tuple[float, int]:
-    """Probe the judge's server once (structured mode, generation speed, parallel slots) and
-    fit the run to it, saying so before the first row: on a local server that publishes its
-    slots, ``--concurrency`` not given becomes the slot count; a per-call limit too short for
-    the longest reply the schemas allow at the measured speed is raised when ``--timeout`` was
-    not given (and advised otherwise). Returns the (timeout, concurrency) the run uses.
-    ``judge_path`` and the rows' ``summaries`` size the longest reply (the two-call check's
-    claim list grows with a summary's sentences)."""
-    from ..core.pricing import is_local_url
-    from ..judge.openai import FIT_CEILING_S
-    from ..judge.wrappers import base_judge, negotiate_judge
+    """Fit the run to the judge's server (:func:`shared.pipeline.fit.afit_run`, the one place
+    the library and both engines fit a run) and say what was decided, before the first row.
+    Returns the (timeout, concurrency) the run uses."""
+    from ..pipeline.fit import afit_run
 
-    inner = base_judge(judge)
-    probe = asyncio.run(negotiate_judge(judge))
-    if probe is None:
-        return timeout, concurrency
-    if probe.error is not None:
-        err.print(
-            f"[yellow]The judge did not answer a {PROBE_WORDS}:[/] {literal(probe.error)}. "
-            "Scoring anyway; each call is limited to --timeout."
+    fit = asyncio.run(
+        afit_run(
+            judge,
+            n=n,
+            judge_path=judge_path,
+            summaries=summaries,
+            concurrency=concurrency,
+            timeout_given=timeout_given,
+            concurrency_given=concurrency_given,
         )
-        return timeout, concurrency
-    found = [f"structured mode {probe.mode}"]
-    if probe.tokens_per_s:
-        found.append(f"{probe.tokens_per_s:g} tokens/s")
-    if probe.slots:
-        found.append(f"{probe.slots} parallel slot(s)")
-    when = (
-        " (remembered from an earlier run)"
-        if probe.from_cache
-        else (f" (probe {probe.seconds:.1f} s)" if probe.seconds is not None else "")
     )
-    err.print(f"Judge server: {', '.join(found)}{when}.")
-    if probe.slots and not concurrency_given and is_local_url(inner.base_url):
-        concurrency = probe.slots
-        limited = _limited(judge)
-        if limited is not None:
-            limited.concurrency = concurrency
-        err.print(f"Concurrency {concurrency}: the server's slots (--concurrency to change).")
-    if probe.tokens_per_s:
-        longest = longest_reply(judge_path, n, summaries, step=claims_step(judge))
-        # calls in parallel share the server: assume no gain from batching them
-        parallel = min(concurrency, probe.slots) if probe.slots else concurrency
-        per_call = probe.tokens_per_s / max(parallel, 1)
-        needed = math.ceil(longest / per_call * SPEED_MARGIN / 10) * 10
-        if needed > timeout:
-            what = (
-                f"the longest reply the schemas allow ({longest} tokens) takes about "
-                f"{longest / per_call:.0f} s at {probe.tokens_per_s:g} tokens/s shared by "
-                f"{parallel} call(s) in parallel"
-            )
-            if timeout_given:
-                err.print(
-                    f"[yellow]--timeout {timeout:g} may be too short:[/] {what}; pass "
-                    f"--timeout {needed} (or a faster server) so such calls are not cut off."
-                )
-            else:
-                err.print(
-                    f"[yellow]Per-call limit raised to {needed} s[/] (from {timeout:g} s): {what}."
-                )
-                timeout = float(needed)
-                inner.timeout = timeout
-    if not timeout_given:
-        inner.fit_timeout = True  # each call's limit follows the speed measured in the run
-        err.print(
-            f"Per-call limit {timeout:g} s, longer for a long reply once the run has measured "
-            f"the server's speed (at most {FIT_CEILING_S:g} s); --timeout fixes it."
-        )
-    return timeout, concurrency
-
-
-def longest_reply(
-    judge_path: str, n: int, summaries: Iterable[str] = (), *, step: int = CLAIMS_STEP
-) -> int:
-    """The largest ``max_tokens`` a call of this run can be sent: the source's questions (``n``)
-    and, on the two-call path, the claim check of the longest summary (its bound rounded up to
-    ``step``, as the judge's :func:`~shared.pipeline.compose.claims_step` says) and the summary
-    review; on the step path, a verdict list of ``n`` claims."""
-    from ..prompts.schemas import (
-        checked_claims_schema,
-        max_claims,
-        questions_schema,
-        reply_token_limit,
-        sentence_count,
-        summary_review_schema,
-        verdicts_schema,
-    )
-
-    schemas: list[Any] = [questions_schema(n)]
-    if judge_path == "steps":
-        schemas.append(verdicts_schema(n))
-    else:
-        texts = [t for t in summaries if t] or [""]
-        schemas.append(checked_claims_schema(max(max_claims(t) for t in texts), step))
-        schemas.append(summary_review_schema(n, max(sentence_count(t) for t in texts)))
-    return max(reply_token_limit(schema) or 0 for schema in schemas)
-
-
-PROBE_WORDS = "one-line probe"
-SPEED_MARGIN = 1.25
-"""The per-call limit fitted to the measured speed leaves this much room."""
+    for kind, note in fit.notes:
+        err.print(Text(plain(note), style="yellow" if kind == "warning" else ""))
+    return (fit.timeout if fit.timeout is not None else timeout), (fit.concurrency or concurrency)
 
 
 TABLE_ROWS = 25

@@ -120,7 +120,7 @@ class OpenAIJudge:
             "auto"
         ),
         extra_body: dict[str, Any] | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float | None = None,
         max_retries: int = 4,
         client: Any | None = None,
         price_in: float | None = None,
@@ -142,6 +142,10 @@ class OpenAIJudge:
             raise TypeError(f"extra_body must be a dict, got {type(extra_body).__name__}")
         self.structured = structured
         self.extra_body = dict(extra_body) if extra_body else None
+        self.timeout_given = timeout is not None
+        """Whether ``timeout`` was given: one not given (:data:`DEFAULT_TIMEOUT`) is raised to fit
+        a slow server's longest reply (:func:`shared.pipeline.fit.afit_run`)."""
+        timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
             raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:

@@ -83,6 +83,7 @@ from .compose import (
     signature,
     unscored,
 )
+from .fit import afit_run
 from .sampling import SharedRowAnalysis, combine_samples, sample_judges
 from .steps import (
     Route,
@@ -431,6 +432,19 @@ async def _fit_context(opts: ScoreOptions, judge: Judge | None) -> ScoreOptions:
     return opts if budget == opts.context_budget else opts.merged(context_budget=budget)
 
 
+async def _fit_run(stack: Judge, opts: ScoreOptions, summaries: list[str]) -> None:
+    """The run fitted to the judge's server as the CLI fits it (:func:`afit_run`: a per-call
+    limit the judge was not given grows to fit the longest reply at the server's speed)."""
+    await afit_run(
+        stack,
+        n=opts.n,
+        judge_path=opts.judge_path,
+        summaries=summaries,
+        concurrency=opts.concurrency,
+        concurrency_given="concurrency" in opts.given,
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Public entry points
 # ---------------------------------------------------------------------------------------------
@@ -459,7 +473,10 @@ async def ascore_summary(
     summary_text = check_summary(summary)
     if not opts.dimension_settings.available:
         await asyncio.to_thread(opts.dimension_settings.check_available)
-    return await _evaluate(source_text, summary_text, prepare_judge(judge, opts), opts)
+    stack = prepare_judge(judge, opts)
+    if stack is not None and summary_text:
+        await _fit_run(stack, opts, [summary_text])
+    return await _evaluate(source_text, summary_text, stack, opts)
 
 
 async def ascore_summaries(
@@ -499,6 +516,8 @@ async def ascore_summaries(
         if isinstance(item, tuple) and item[1] and lang is not None
     ]
     batch = BatchAnalysis(texts, opts.dimension_settings, text_languages) if texts else None
+    if stack is not None and texts:
+        await _fit_run(stack, opts, texts)
 
     async def one(
         item: tuple[str, str] | str, index: int, language: LanguageEvidence | None
