@@ -11,6 +11,7 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
@@ -213,3 +214,83 @@ def test_opening_restarts_and_short_sentences_are_counted() -> None:
     assert ev.penalty == pytest.approx(base + extra)
     assert ev.score == pytest.approx(0.5 ** (ev.penalty / HALF_LIFE))
     assert "an opening without a referent, 1 restart(s), 1 short sentence(s)" in ev.reason
+
+
+# --- the article's value does not carry the embeddings' last bits ---------------------------
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "summaries.jsonl"
+
+
+class Jittered:
+    """Fixed random vectors per text, moved by ``jitter`` (relative): the size of the changes in
+    an embedding's last bits from one CPU or one batch grouping to another."""
+
+    def __init__(self, jitter: float, seed: int) -> None:
+        self.jitter = jitter
+        self.noise = np.random.default_rng(seed)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        base = np.array(
+            [np.random.default_rng(list(t.encode())).normal(size=384) for t in texts],
+            dtype=np.float32,
+        )
+        moved = base * (1 + self.jitter * self.noise.normal(size=base.shape).astype(np.float32))
+        return moved.astype(np.float32)
+
+
+def evidence_of(
+    summaries: list[str], settings: DimensionSettings, alone: bool = False
+) -> list[dict[str, object]]:
+    """Each summary's coherence evidence, the summaries analysed in one batch or each alone."""
+    groups = [[s] for s in summaries] if alone else [summaries]
+    analyses = [a for group in groups for a in analyse_summaries(group, settings)]
+    out = []
+    for summary, analysis in zip(summaries, analyses, strict=True):
+        evidence = build_evidence(settings, SOURCE, summary, analysis, None, "").coherence
+        assert evidence is not None
+        out.append(evidence.model_dump(mode="json"))
+    return out
+
+
+@pytest.mark.parametrize("formula", ["entity_grid", "article"])
+def test_evidence_does_not_change_with_the_embeddings_last_bits(formula: str) -> None:
+    """Vectors that differ by 1e-7 (as one machine's kernels differ from another's) give the same
+    evidence and score: the article's mean was kept unrounded and differed in its eighth
+    decimal, so the evidence of examples/summaries.jsonl depended on the CPU."""
+    summaries = [LINKED, JUMPY, FRAGMENT, "A storm hit the coast. Repairs will take a week."]
+    runs = [
+        evidence_of(
+            summaries,
+            DimensionSettings(
+                dimensions=["coherence"], coherence_formula=formula, embedder=Jittered(1e-7, seed)
+            ),
+        )
+        for seed in (1, 2)
+    ]
+    assert runs[0] == runs[1]
+    assert all(ev["article_score"] is not None for ev in runs[0])
+    exact = evidence_of(
+        summaries,
+        DimensionSettings(
+            dimensions=["coherence"], coherence_formula=formula, embedder=Jittered(0.0, 0)
+        ),
+    )
+    assert exact == runs[0]
+
+
+def test_evidence_of_the_examples_does_not_depend_on_the_embedding_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real MiniLM: every example in one ``embed`` call of 64, or each summary alone one
+    sentence at a time (other padded lengths and batch sizes, other last bits, as concurrent
+    calls that share an analyser by timing also get), gives the same coherence evidence."""
+    from shared.dimensions import default_embedder
+
+    rows = [json.loads(line) for line in EXAMPLES.read_text().splitlines() if line.strip()]
+    summaries = [row["summary"] for row in rows]
+    settings = DimensionSettings(dimensions=["coherence"])
+    together = evidence_of(summaries, settings)
+    monkeypatch.setattr(default_embedder(), "batch_size", 1)
+    alone = evidence_of(summaries, settings, alone=True)
+    assert together == alone
+    assert sum(ev["article_score"] is not None for ev in together) == len(rows)

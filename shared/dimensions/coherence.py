@@ -32,7 +32,9 @@ so it gets a value; no sentence gets None.
 ``formula="article"``: the article's mean cosine of the embeddings of sentences i and i+2 (two
 sentences: the pair; fewer: None; a negative mean clipped to 0). Its value is always in the
 evidence as ``article_score``, whichever formula made the score, for parity with the article.
-It does not track human coherence on SummEval (Spearman about 0.00).
+It does not track human coherence on SummEval (Spearman about 0.00). The value and the
+similarities are rounded to ``ARTICLE_DIGITS`` decimals, as every similarity in the evidence is:
+the embeddings' last bits differ between CPUs and between embedding batches.
 """
 
 from __future__ import annotations
@@ -70,6 +72,15 @@ OPENING_WORDS = frozenset(
 summaries never match, so their opening costs nothing)."""
 HALF_LIFE = 2.0
 """The penalty that halves the score. Only spreads the score over [0, 1]; ranks do not move."""
+ARTICLE_DIGITS = 4
+"""Decimals kept of the article's value (score and ``article_score``) and of each cosine in the
+evidence. An embedding's last bits are not fixed: they depend on the CPU kernels torch and MKL
+pick for the machine (AVX2, AVX-512, MKL's generic path on AMD) and on which sentences share
+its ``embed`` batch (the padded length and the batch size change the matrix shapes), and that
+company depends on timing where concurrent calls share an analyser (``SharedAnalyser``). The
+thread count and the machine's load did not change them. The cosines move by about 1e-7
+(measured on examples/summaries.jsonl across kernels and batch sizes); unrounded, the
+article's mean differed from one machine to the next in its eighth decimal."""
 BIGRAM = 2
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 
@@ -105,7 +116,15 @@ def repeated_bigrams(words: tuple[str, ...], stop: tuple[bool, ...]) -> tuple[in
 def article_coherence(
     unit: np.ndarray,
 ) -> tuple[float | None, int | None, list[float], str]:
-    """The article's formula: (score or None, gap, similarities, reason)."""
+    """The article's formula: (score or None, gap, similarities, reason), the score and the
+    similarities rounded to :data:`ARTICLE_DIGITS` decimals."""
+    mean, gap, sims, reason = _article(unit)
+    return None if mean is None else round(mean, ARTICLE_DIGITS), gap, sims, reason
+
+
+def _article(unit: np.ndarray) -> tuple[float | None, int | None, list[float], str]:
+    """:func:`article_coherence` with the score unrounded (the reasons quote it to 3 decimals,
+    as they always did)."""
     n = unit.shape[0]
     if n <= 1:
         what = "no sentence" if n == 0 else "one sentence"
@@ -115,7 +134,11 @@ def article_coherence(
     mean = float(sims.mean())
     rule = "sentences i and i+2" if gap == 2 else "the two sentences (fewer than 3)"
     reason = f"mean cosine similarity of {rule}: {mean:.3f} over {len(sims)} pair(s)"
-    return min(1.0, max(0.0, mean)), gap, [round(float(s), 4) for s in sims], reason
+    return min(1.0, max(0.0, mean)), gap, [round(float(s), ARTICLE_DIGITS) for s in sims], reason
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return round(float(np.clip(a @ b, -1.0, 1.0)), ARTICLE_DIGITS)
 
 
 def score_coherence(
@@ -138,16 +161,17 @@ def score_coherence(
             formula=formula, reason="not computed: the summary has no sentence"
         )
     if unit is not None:
-        article, gap, sims, article_reason = article_coherence(unit)
+        mean, gap, sims, article_reason = _article(unit)
     else:
-        article, gap, sims = None, None, []
+        mean, gap, sims = None, None, []
         article_reason = embed_problem or "no sentence embeddings"
+    article = None if mean is None else round(mean, ARTICLE_DIGITS)
     repeats, grams = repeated_bigrams(text.words, text.stop)
     fragments = [i + 1 for i, has in enumerate(text.has_subject) if not has]
     jumps = []
     for i in range(n - 1):
         if not text.grid[i] & text.grid[i + 1]:
-            sim = None if unit is None else round(float(np.clip(unit[i] @ unit[i + 1], -1, 1)), 4)
+            sim = None if unit is None else _cosine(unit[i], unit[i + 1])
             jumps.append(EntityJump(first=i + 1, second=i + 2, similarity=sim))
     opening, restarts, short = sentence_shape(sentences)
     penalty = (
@@ -185,8 +209,8 @@ def score_coherence(
         f"{'an' if opening else 'no'} opening without a referent, {len(restarts)} restart(s), "
         f"{len(short)} short sentence(s): penalty {penalty:g}, score 0.5^(penalty/{HALF_LIFE:g})"
     )
-    if article is None:
+    if mean is None:
         reason += f"; article formula not computed: {article_reason}"
     else:
-        reason += f"; article formula {article:.3f}"
+        reason += f"; article formula {mean:.3f}"
     return CoherenceEvidence(score=score, reason=reason, **evidence)
