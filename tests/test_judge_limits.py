@@ -558,3 +558,174 @@ def test_the_longest_reply_is_sized_for_the_path_and_the_summaries() -> None:
     two_long = longest_reply("two-call", 10, [short, long])
     assert two_long == reply_token_limit(checked_claims_schema(max_claims(long)))
     assert steps < two_short < two_long
+
+
+# -- replies too large to be a chat completion ------------------------------------------------
+
+
+def _gzip_bomb(megabytes: int) -> tuple[bytes, int]:
+    """A gzip body of a chat completion whose content is ``megabytes`` MiB of spaces, and its
+    inflated size: the same sync-flushed deflate block repeated (about 1 KB per MiB), so it is
+    built in a fraction of a second and never held inflated."""
+    import struct
+    import zlib
+
+    head = (
+        b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": '
+        b'[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "'
+    )
+    tail, run = b'"}}]}', b" " * (1 << 20)
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    first = deflate.compress(head + run) + deflate.flush(zlib.Z_SYNC_FLUSH)
+    block = deflate.compress(run) + deflate.flush(zlib.Z_SYNC_FLUSH)
+    assert deflate.compress(run) + deflate.flush(zlib.Z_SYNC_FLUSH) == block  # a steady state
+    last = deflate.compress(tail) + deflate.flush()
+    crc = zlib.crc32(head + run)
+    for _ in range(megabytes - 1):
+        crc = zlib.crc32(run, crc)
+    crc = zlib.crc32(tail, crc)
+    size = len(head) + megabytes * len(run) + len(tail)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+    body = header + first + block * (megabytes - 1) + last + struct.pack("<II", crc, size % 2**32)
+    return body, size
+
+
+class _Bomb:
+    """A server on 127.0.0.1 answering every chat request with ``body`` and ``headers``;
+    ``posts`` holds each request body it received."""
+
+    def __init__(self, body: bytes, headers: dict[str, str]) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.posts: list[bytes] = []
+        bomb = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_POST(self) -> None:
+                bomb.posts.append(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except OSError:  # the client stopped reading: the point of the test
+                    self.close_connection = True
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a client that hung up mid-body: expected here
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> _Bomb:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_gzip_reply_that_inflates_to_400_mb_is_refused_in_bounded_memory(
+    seed: tuple[str, str],
+) -> None:
+    # 400 KB on the wire, 400 MB inflated: httpx inflated it whole, the SDK parsed it, and the
+    # process peaked at 1.3 GB. Now the read stops a few MB in and the row says why.
+    import tracemalloc
+
+    from shared.judge.reply_size import reply_byte_limit
+
+    body, inflated = _gzip_bomb(400)
+    assert len(body) < 500_000 and inflated > 400_000_000
+    headers = {"Content-Encoding": "gzip", "Content-Length": str(len(body))}
+    with _Bomb(body, headers) as bomb:
+        judge = OpenAIJudge("stub-model", base_url=bomb.url, api_key="test", timeout=60)
+        tracemalloc.start()
+        try:
+            result = score_summary(*seed, judge=judge, dimensions=[])
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    limit = reply_byte_limit()
+    assert limit == 6_000_000  # a few MB over the longest reply max_tokens allows (16,384)
+    assert result.score is None
+    assert f"judge reply larger than {limit // 1_000_000} MB" in (result.error or "")
+    assert peak < 64 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    # not retried as a transport fault: each request was sent once (a retry repeats its body)
+    assert bomb.posts and len(bomb.posts) == len(set(bomb.posts))
+
+
+def test_a_plain_reply_announcing_a_huge_body_is_refused_before_it_is_read(
+    seed: tuple[str, str],
+) -> None:
+    # The length alone says it cannot be a reply: refused without waiting for a byte of it.
+    with _Bomb(b"", {"Content-Length": str(10**9)}) as bomb:
+        judge = OpenAIJudge("stub-model", base_url=bomb.url, api_key="test", timeout=30)
+        result = score_summary(*seed, judge=judge, dimensions=[])
+    assert result.score is None
+    assert "judge reply larger than 6 MB" in (result.error or "")
+
+
+def test_the_bound_passes_real_replies_in_every_asked_encoding_and_stops_the_rest() -> None:
+    import gzip
+    import json
+    import zlib
+
+    import httpx
+
+    from shared.judge.reply_size import ReplyTooLarge, bounded_client_args
+
+    text = json.dumps({"answer": "é" * 5_000}).encode()
+    raw_deflate = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    bodies = {
+        "gzip": gzip.compress(text),
+        "deflate": zlib.compress(text),  # zlib-wrapped, as the RFC says
+        "raw-deflate": raw_deflate.compress(text) + raw_deflate.flush(),  # as some servers send
+        "identity": text,
+        "deflate, gzip": gzip.compress(zlib.compress(text)),
+    }
+    asked: list[str | None] = []
+
+    class Chunks(httpx.AsyncByteStream):  # as read off a socket (bytes content is read at once)
+        def __init__(self, body: bytes) -> None:
+            self.body = body
+
+        async def __aiter__(self) -> Any:
+            for start in range(0, len(self.body), 1_000):
+                yield self.body[start : start + 1_000]
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        asked.append(request.headers.get("accept-encoding"))
+        coding = request.url.params["coding"]
+        body = gzip.compress(b" " * 200_000) if coding == "big" else bodies.get(coding, text)
+        header = {"raw-deflate": "deflate", "big": "gzip"}.get(coding, coding)
+        return httpx.Response(200, headers={"Content-Encoding": header}, stream=Chunks(body))
+
+    async def fetch(coding: str, limit: int = 100_000) -> bytes:
+        transport = httpx.MockTransport(reply)
+        async with httpx.AsyncClient(transport=transport, **bounded_client_args(limit)) as http:
+            return (await http.get("http://127.0.0.1/x", params={"coding": coding})).content
+
+    for coding in bodies:
+        assert asyncio.run(fetch(coding)) == text, coding
+    assert set(asked) == {"gzip, deflate"}
+    with pytest.raises(ReplyTooLarge, match="larger than"):
+        asyncio.run(fetch("big"))  # 200 KB of spaces in a few hundred bytes of gzip
+    with pytest.raises(ReplyTooLarge, match=r"br, which was not asked for"):
+        asyncio.run(fetch("br"))

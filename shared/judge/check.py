@@ -86,10 +86,12 @@ async def check_reachable(
     """
     import httpx
 
+    from .reply_size import bounded_client_args
+
     url = f"{base_url.rstrip('/')}/models"
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    bounded = bounded_client_args(headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
     try:
-        async with httpx.AsyncClient(timeout=timeout, headers=headers) as http:
+        async with httpx.AsyncClient(timeout=timeout, **bounded) as http:
             response = await http.get(url)
     except httpx.TimeoutException:
         return f"no answer from {base_url} within {timeout:g} s"

@@ -27,7 +27,8 @@ transport fault (429, 5xx, a dropped connection) is retried after a backoff, at 
 ``max_retries`` times and only while the deadline leaves room; the OpenAI SDK's own retries are
 off, so nothing multiplies them. A call unanswered at its deadline ends with
 :class:`JudgeTimeout`: against a server that never answers, a call costs one request and
-``timeout`` seconds.
+``timeout`` seconds. A reply is read with a bound on its decoded size (:mod:`.reply_size`), so a
+compressed body that inflates without end fails its call after a few MB.
 
 The server's context window is read from what it publishes (llama.cpp ``/props``, vLLM
 ``/v1/models`` ``max_model_len``, Ollama ``/api/show``): :meth:`OpenAIJudge.context_window`. A
@@ -224,7 +225,12 @@ class OpenAIJudge:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            client = self._clients[loop] = AsyncOpenAI(**self._client_args)
+            from .reply_size import capped_http_client, reply_byte_limit
+
+            # its httpx client stops reading a reply past the size any allowed reply has
+            http_client = capped_http_client(reply_byte_limit(self.max_tokens))
+            client = AsyncOpenAI(**self._client_args, http_client=http_client)
+            self._clients[loop] = client
             # asyncio.run() finalises every live async generator on its loop before closing it
             # (loop.shutdown_asyncgens): this one closes the client there, on its own loop, so
             # its connections are not left to the garbage collector after the loop is gone
@@ -375,6 +381,8 @@ class OpenAIJudge:
         call still unanswered at its deadline is abandoned: :class:`JudgeTimeout`."""
         import openai
 
+        from .reply_size import reply_too_large
+
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -432,6 +440,8 @@ class OpenAIJudge:
                 openai.RateLimitError,
                 openai.InternalServerError,
             ) as exc:
+                if (too_large := reply_too_large(exc)) is not None:  # the same again if retried
+                    raise JudgeFailed(str(too_large)) from None
                 if attempt >= allowed or is_mode_refusal(exc):
                     raise
                 wait = _backoff(attempt, exc)

@@ -206,9 +206,11 @@ async def discover_context_window(
     """See :meth:`OpenAIJudge.context_window`; any failure to ask counts as "not told"."""
     import httpx
 
+    from .reply_size import bounded_client_args
+
     root = _server_root(base_url)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    async with httpx.AsyncClient(timeout=timeout, headers=headers) as http:
+    async with httpx.AsyncClient(timeout=timeout, **bounded_client_args(headers=headers)) as http:
 
         async def get_json(method: str, url: str, **kwargs: Any) -> Any:
             try:
@@ -331,9 +333,11 @@ async def discover_slots(
     launch settings: ``--max-num-seqs``, ``OLLAMA_NUM_PARALLEL``). None when not told."""
     import httpx
 
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    from .reply_size import bounded_client_args
+
+    bounded = bounded_client_args(headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
     try:
-        async with httpx.AsyncClient(timeout=timeout, headers=headers) as http:
+        async with httpx.AsyncClient(timeout=timeout, **bounded) as http:
             response = await http.get(f"{_server_root(base_url)}/props")
             if response.status_code != 200:
                 return None
