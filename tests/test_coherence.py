@@ -33,7 +33,7 @@ JUMPY = (
 REPEATED = " ".join(["The council approved a new budget on Monday."] * 2)
 FRAGMENT = "The council approved a new budget on Monday. In the 83rd minute for the home side."
 CUT = "Council members approved a new budget on Monday. The budget raises school funding by"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "summeval" / "dev.jsonl"
+DATA = Path(__file__).resolve().parents[1] / "examples" / "summeval" / "dev.jsonl"  # shipped
 
 
 def coherence(summary: str, formula: str = "entity_grid") -> CoherenceEvidence:
