@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from shared import agreement, stats
+from shared import agreement
+from shared.analysis import stats
 from shared.analysis.agreement import kendall_rows, label_value, parse_mapping
 from shared.cli.app import app
 

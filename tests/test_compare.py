@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from shared import Comparison, SummaryEvaluation, UnpairedError, compare, stats
+from shared import Comparison, SummaryEvaluation, UnpairedError, compare
+from shared.analysis import stats
 from shared.analysis.comparison import Gate
 from shared.cli.app import app
 from shared.runs.results import ResultsWriter, columns, read_results, score_keys
