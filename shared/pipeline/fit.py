@@ -99,13 +99,37 @@ async def afit_run(
     built without ``timeout=``: not given). ``summaries`` size the longest reply (the two-call
     check's claim list grows with a summary's sentences). A judge that cannot be probed (no
     server: a scripted judge) is left as it is."""
+    probe = await negotiate_judge(judge)
+    return apply_fit(
+        judge,
+        probe,
+        n=n,
+        judge_path=judge_path,
+        summaries=summaries,
+        concurrency=concurrency,
+        timeout_given=timeout_given,
+        concurrency_given=concurrency_given,
+    )
+
+
+def apply_fit(
+    judge: Any,
+    probe: ServerProbe | None,
+    *,
+    n: int,
+    judge_path: str,
+    summaries: Iterable[str] = (),
+    concurrency: int | None = None,
+    timeout_given: bool | None = None,
+    concurrency_given: bool = True,
+) -> RunFit:
+    """:func:`afit_run` once the probe is in hand: no await, so the rows of a batch keep the
+    order they start in."""
     inner = base_judge(judge)
     timeout = getattr(inner, "timeout", None)
     if timeout_given is None:
         timeout_given = bool(getattr(inner, "timeout_given", True))
-    fit = RunFit(timeout=timeout, concurrency=concurrency)
-    probe = await negotiate_judge(judge)
-    fit.probe = probe
+    fit = RunFit(timeout=timeout, concurrency=concurrency, probe=probe)
     if probe is None:
         return fit
     if probe.error is not None:

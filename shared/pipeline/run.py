@@ -73,6 +73,7 @@ from ..evaluation.options import (
 )
 from ..evaluation.result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
 from ..judge.check import context_budget_for
+from ..judge.server import ServerProbe
 from ..judge.wrappers import CachedJudge, Judge, base_judge, negotiate_judge, usage_fields
 from ..prompts import StyleReview
 from .compose import (
@@ -83,7 +84,7 @@ from .compose import (
     signature,
     unscored,
 )
-from .fit import afit_run
+from .fit import apply_fit
 from .sampling import SharedRowAnalysis, combine_samples, sample_judges
 from .steps import (
     Route,
@@ -404,7 +405,9 @@ def _options(options: ScoreOptions | None, kwargs: Mapping[str, Any]) -> ScoreOp
     return options.merged(**kwargs) if kwargs else options
 
 
-async def _fit_context(opts: ScoreOptions, judge: Judge | None) -> ScoreOptions:
+async def _fit_context(
+    opts: ScoreOptions, judge: Judge | None
+) -> tuple[ScoreOptions, ServerProbe | None]:
     """``context_budget`` fitted to the judge's context window when the user gave none.
 
     A judge that tells its window (``await judge.context_window()``: llama.cpp ``/props``, vLLM
@@ -412,31 +415,35 @@ async def _fit_context(opts: ScoreOptions, judge: Judge | None) -> ScoreOptions:
     source too long for the window is chunked instead of being sent and silently truncated. A
     window that cannot be read changes nothing.
     """
+    probe = None
     if judge is not None:
         # wrapped first: a persistent cache hands the judge what an earlier run learned about
         # its server (the structured mode), so a rerun sends no probe
         prepare_judge(judge, opts)
-        await negotiate_judge(judge)
+        probe = await negotiate_judge(judge)
     if "context_budget" in opts.given or judge is None:
-        return opts
+        return opts, probe
     ask = getattr(base_judge(judge), "context_window", None)
     if ask is None or not inspect.iscoroutinefunction(ask):
-        return opts
+        return opts, probe
     try:
         window = await ask()
     except Exception:  # a probe, not a judge call: the first real call reports the problem
-        return opts
+        return opts, probe
     if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
-        return opts
+        return opts, probe
     budget = context_budget_for(window, opts.context_budget)
-    return opts if budget == opts.context_budget else opts.merged(context_budget=budget)
+    return (opts if budget == opts.context_budget else opts.merged(context_budget=budget)), probe
 
 
-async def _fit_run(stack: Judge, opts: ScoreOptions, summaries: list[str]) -> None:
+def _fit_run(
+    stack: Judge, opts: ScoreOptions, summaries: list[str], probe: ServerProbe | None
+) -> None:
     """The run fitted to the judge's server as the CLI fits it (:func:`afit_run`: a per-call
     limit the judge was not given grows to fit the longest reply at the server's speed)."""
-    await afit_run(
+    apply_fit(
         stack,
+        probe,
         n=opts.n,
         judge_path=opts.judge_path,
         summaries=summaries,
@@ -468,14 +475,14 @@ async def ascore_summary(
     that is not installed; judge failures give an unscored result (``score=None`` and ``error``
     set), never an exception. ``judge=None`` computes only the deterministic dimensions.
     """
-    opts = await _fit_context(_options(options, kwargs), judge)
+    opts, probe = await _fit_context(_options(options, kwargs), judge)
     source_text = normalise_source(source)
     summary_text = check_summary(summary)
     if not opts.dimension_settings.available:
         await asyncio.to_thread(opts.dimension_settings.check_available)
     stack = prepare_judge(judge, opts)
     if stack is not None and summary_text:
-        await _fit_run(stack, opts, [summary_text])
+        _fit_run(stack, opts, [summary_text], probe)
     return await _evaluate(source_text, summary_text, stack, opts)
 
 
@@ -494,7 +501,7 @@ async def ascore_summaries(
     dimensions' CPU work is batched: one ``nlp.pipe`` over all summaries and one ``embed`` call
     over all their sentences, in worker threads, while the judge calls proceed.
     """
-    opts = await _fit_context(_options(options, kwargs), judge)
+    opts, probe = await _fit_context(_options(options, kwargs), judge)
     if not opts.dimension_settings.available:
         await asyncio.to_thread(opts.dimension_settings.check_available)
     stack = prepare_judge(judge, opts)
@@ -515,9 +522,9 @@ async def ascore_summaries(
         for item, lang in zip(checked, languages, strict=True)
         if isinstance(item, tuple) and item[1] and lang is not None
     ]
+    if stack is not None and texts:  # before the analysis threads start: rows keep their order
+        _fit_run(stack, opts, texts, probe)
     batch = BatchAnalysis(texts, opts.dimension_settings, text_languages) if texts else None
-    if stack is not None and texts:
-        await _fit_run(stack, opts, texts)
 
     async def one(
         item: tuple[str, str] | str, index: int, language: LanguageEvidence | None
