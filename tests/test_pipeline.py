@@ -299,6 +299,25 @@ def test_empty_summary_scores_zero_without_judge_calls(seed: tuple[str, str]) ->
     assert judge.total_calls == 0
 
 
+def test_rows_that_need_no_judge_send_its_server_nothing(seed: tuple[str, str]) -> None:
+    # An empty summary scores 0.0 without the judge; alone (or with bad rows only) it must not
+    # cost a request either: no structured-mode probe, no question generation for its source.
+    from shared import OpenAIJudge
+    from shared.testing import stub_server
+
+    with stub_server() as url:
+        judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
+        alone = score_summary(seed[0], "", judge=judge)
+        batch = score_summaries([(seed[0], "  "), ("", "A summary."), (seed[0], "")], judge=judge)
+        assert url.requests == []
+        mixed = score_summaries([(seed[0], ""), seed], judge=judge, dimensions=[])
+        assert url.requests  # a row to judge: the server is asked as before
+    assert alone.score == 0.0 and "empty" in alone.reason
+    assert [r.score for r in batch] == [0.0, None, 0.0]
+    assert "source is empty" in (batch[1].error or "")
+    assert mixed[0].score == 0.0 and mixed[1].scored
+
+
 @pytest.mark.parametrize("source", ["", "   \n\t", [], ["", "  "]])
 def test_empty_source_is_a_value_error_before_any_call(source: object) -> None:
     judge = FakeJudge()
