@@ -55,3 +55,14 @@ def sigint_default() -> None:
     starts in the background (``.ci/run &``) has SIGINT ignored, every child inherits that, and
     Python leaves an ignored SIGINT ignored; the child gets the default back."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def seen(prompt: str) -> str:
+    """``prompt`` as a reader may take it: NFKC-normalised, invisible characters (format
+    characters, variation selectors) dropped; a block marker in it is one a model may see."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", prompt)
+    return "".join(
+        c for c in text if unicodedata.category(c) != "Cf" and not 0xFE00 <= ord(c) <= 0xFE0F
+    )

@@ -113,6 +113,23 @@ def test_jsonl_bad_rows_keep_their_reason(tmp_path: Path) -> None:
     assert [row.position for row in rows] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
 
 
+def test_a_run_with_only_empty_or_bad_rows_sends_the_judge_nothing(tmp_path: Path) -> None:
+    # Rows that need no judge (an empty summary scores 0.0, bad input is reported): no probe,
+    # no source call, nothing but the reachability check before the run.
+    path = write_jsonl(
+        tmp_path / "in.jsonl",
+        [{"id": "empty", "source": "A source.", "summary": ""}, {"id": "bad", "source": ""}],
+    )
+    out = tmp_path / "out.jsonl"
+    with stub_server() as url:
+        code, output = run_cli("score", path, "-o", out, *judge_args(url, None), "--no-report")
+        assert url.requests == [], output
+    rows = {row["id"]: row for row in read_results(out)}
+    assert code == 1  # the bad row
+    assert rows["empty"]["status"] == "ok" and rows["empty"]["score"] == 0.0
+    assert "empty" in rows["empty"]["reason"] and rows["bad"]["status"] == "bad_input"
+
+
 def test_csv_column_mapping_and_questions(tmp_path: Path) -> None:
     path = tmp_path / "in.csv"
     with path.open("w", newline="") as handle:

@@ -145,7 +145,8 @@ class LocalEngine:
     def run(self, job: Job) -> list[Row]:
         plan, judge = job.plan, job.judge
         concurrency = job.settings.concurrency
-        if judge is not None and plan.todo:
+        judged = [r.summary for r in plan.todo if r.error is None and r.summary.strip()]
+        if judge is not None and judged:  # bad and empty rows are settled without the judge
             _, concurrency = fit_to_server(
                 judge,
                 timeout=job.settings.timeout,
@@ -154,7 +155,7 @@ class LocalEngine:
                 concurrency_given="concurrency" in job.given,
                 n=job.options.n,
                 judge_path=job.options.judge_path,
-                summaries=[r.summary for r in plan.todo if r.error is None],
+                summaries=judged,
             )
         if plan.todo:  # said before the bar, which would otherwise sit at 0/N while they load
             load_models(job.options.dimension_settings, err.print)

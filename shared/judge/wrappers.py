@@ -31,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..core.redact import redact
 from ..core.usage import Usage, record_usage
-from ..prompts import schema_fingerprint
+from ..prompts import neutralise, schema_fingerprint
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -199,7 +199,9 @@ class ValidatingJudge(_Wrapper):
                 return result
             except (JudgeOutputError, ValidationError, ValueError) as exc:
                 last_error = _describe(exc)
-                attempt_prompt = prompt + RETRY_NOTE.format(error=last_error)
+                # the error quotes the judge's reply: its markers neutralised like any text put
+                # in a prompt, so the quote cannot open or close a block
+                attempt_prompt = prompt + RETRY_NOTE.format(error=neutralise(last_error))
                 if _attempt < self.retries:
                     _count_retry(self)
         raise JudgeFailed(

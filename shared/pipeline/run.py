@@ -475,9 +475,12 @@ async def ascore_summary(
     that is not installed; judge failures give an unscored result (``score=None`` and ``error``
     set), never an exception. ``judge=None`` computes only the deterministic dimensions.
     """
-    opts, probe = await _fit_context(_options(options, kwargs), judge)
+    opts = _options(options, kwargs)
     source_text = normalise_source(source)
     summary_text = check_summary(summary)
+    probe = None
+    if summary_text:  # an empty summary scores 0.0 without the judge: its server is not asked
+        opts, probe = await _fit_context(opts, judge)
     if not opts.dimension_settings.available:
         await asyncio.to_thread(opts.dimension_settings.check_available)
     stack = prepare_judge(judge, opts)
@@ -501,12 +504,8 @@ async def ascore_summaries(
     dimensions' CPU work is batched: one ``nlp.pipe`` over all summaries and one ``embed`` call
     over all their sentences, in worker threads, while the judge calls proceed.
     """
-    opts, probe = await _fit_context(_options(options, kwargs), judge)
-    if not opts.dimension_settings.available:
-        await asyncio.to_thread(opts.dimension_settings.check_available)
-    stack = prepare_judge(judge, opts)
-    sig = signature(stack, opts)
-
+    opts = _options(options, kwargs)
+    probe = None
     checked: list[tuple[str, str] | str] = []
     for pair in pairs:
         try:
@@ -515,6 +514,14 @@ async def ascore_summaries(
             checked.append((normalise_source(pair[0]), check_summary(pair[1])))
         except (TypeError, ValueError) as exc:
             checked.append(f"bad input: {exc}")
+    if any(isinstance(item, tuple) and item[1] for item in checked):
+        # only a row with a summary to judge asks the judge's server anything (bad and empty
+        # rows are settled without it)
+        opts, probe = await _fit_context(opts, judge)
+    if not opts.dimension_settings.available:
+        await asyncio.to_thread(opts.dimension_settings.check_available)
+    stack = prepare_judge(judge, opts)
+    sig = signature(stack, opts)
     languages = _batch_languages(checked, opts.language)
     texts = [item[1] for item in checked if isinstance(item, tuple) and item[1]]
     text_languages = [

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Sequence
 
 from .language import language_block
@@ -24,9 +25,55 @@ from .templates import (
 # ---------------------------------------------------------------------------------------------
 
 
+_LESS = "<\ufe64\uff1c"
+_GREATER = ">\ufe65\uff1e"
+"""The characters that are ``<`` or ``>`` after NFKC normalisation (the ASCII ones, the small
+and the fullwidth forms; ``tests/test_prompts.py`` checks the list against every code point)."""
+
+_BRACKET = re.compile(f"[{_LESS}{_GREATER}]")
+
+_INVISIBLE = frozenset(
+    (0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0, *range(0x180B, 0x1810))
+) | frozenset((*range(0xFE00, 0xFE10), *range(0xE0000, 0xE1000)))
+"""Default-ignorable code points that are not format characters (category Cf, checked apart):
+the combining grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian and other
+variation selectors, tags. A reader (or a normalising step) sees none of them."""
+
+
+def _invisible(c: str) -> bool:
+    return unicodedata.category(c) == "Cf" or ord(c) in _INVISIBLE
+
+
 def neutralise(text: str) -> str:
-    """Make ``text`` unable to open or close a block: the markers use ``<<<`` and ``>>>``."""
-    return text.replace("<<<", "‹‹‹").replace(">>>", "›››")
+    """Make ``text`` unable to open or close a block: the markers use ``<<<`` and ``>>>``.
+
+    Every run of three or more of the same bracket becomes ``‹‹‹`` or ``›››``: exact runs, and
+    runs that are one only once read as a model may read them, NFKC-normalised (fullwidth
+    ``＜``, small ``﹤``) and without the invisible characters between the brackets (zero-width
+    spaces and joiners, word joiner, BOM, soft hyphen, bidirectional controls, variation
+    selectors), which are kept. Text with neither is returned as it is."""
+    text = text.replace("<<<", "‹‹‹").replace(">>>", "›››")
+    runs: list[list[int]] = []
+    previous = -1
+    for match in _BRACKET.finditer(text):
+        position, less = match.start(), match.group() in _LESS
+        joined = (
+            runs
+            and less == (text[previous] in _LESS)
+            and all(_invisible(text[i]) for i in range(previous + 1, position))
+        )
+        if joined:
+            runs[-1].append(position)
+        else:
+            runs.append([position])
+        previous = position
+    forged = [position for run in runs if len(run) >= 3 for position in run]
+    if not forged:
+        return text
+    out = list(text)
+    for position in forged:
+        out[position] = "‹" if out[position] in _LESS else "›"
+    return "".join(out)
 
 
 def block(name: str, text: str) -> str:

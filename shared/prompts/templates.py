@@ -6,8 +6,11 @@ Texts from users (source, summary, questions, claims) are placed in delimited bl
     ...
     <<<END SUMMARY>>>
 
-and any ``<<<`` / ``>>>`` inside them is neutralised first, so a summary cannot close its own
-block and smuggle instructions into the prompt. Each prompt has a task line
+and any ``<<<`` / ``>>>`` inside them is neutralised first (look-alikes too: fullwidth forms, a
+run split by zero-width characters; :func:`shared.prompts.neutralise`), so a summary cannot
+close its own block and smuggle instructions into the prompt. Judge-written text put into a
+later prompt (extracted claims, reference answers, a retry note quoting a reply) is neutralised
+alike. Each prompt has a task line
 (``### summary-eval task: <name>``) that the shipped fake judge and stub server route on: first
 in a step-by-step prompt, right after the source in a two-call prompt that carries the source
 (which begins with :data:`SOURCE_PREAMBLE` and the source block, the same bytes for every call
