@@ -439,17 +439,10 @@ async def _fit_context(
 def _fit_run(
     stack: Judge, opts: ScoreOptions, summaries: list[str], probe: ServerProbe | None
 ) -> None:
-    """The run fitted to the judge's server as the CLI fits it (:func:`afit_run`: a per-call
-    limit the judge was not given grows to fit the longest reply at the server's speed)."""
-    apply_fit(
-        stack,
-        probe,
-        n=opts.n,
-        judge_path=opts.judge_path,
-        summaries=summaries,
-        concurrency=opts.concurrency,
-        concurrency_given="concurrency" in opts.given,
-    )
+    """The run fitted to the judge's server as the CLI fits it (:mod:`shared.pipeline.fit`)."""
+    given = "concurrency" in opts.given
+    apply_fit(stack, probe, n=opts.n, judge_path=opts.judge_path, summaries=summaries,
+              concurrency=opts.concurrency, concurrency_given=given)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
