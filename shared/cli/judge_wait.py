@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from rich.progress import ProgressColumn, Task
 from rich.text import Text
 
-from ..judge.wrappers import Check, Judge, _Wrapper, base_judge
+from ..judge.wrappers import Check, Judge, _Wrapper, base_judge, find_wrapper
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -69,11 +69,7 @@ class InFlightJudge(_Wrapper):
 
 def in_flight_of(judge: object) -> InFlightJudge | None:
     """The :class:`InFlightJudge` among ``judge``'s wrappers, if it has one."""
-    while isinstance(judge, _Wrapper):
-        if isinstance(judge, InFlightJudge):
-            return judge
-        judge = judge.inner
-    return None
+    return find_wrapper(judge, InFlightJudge)
 
 
 def waiting_text(judge: InFlightJudge, now: float, after: float = NOTICE_AFTER_S) -> str:

@@ -142,6 +142,18 @@ class _Wrapper:
         raise NotImplementedError
 
 
+W = TypeVar("W", bound=_Wrapper)
+
+
+def find_wrapper(judge: object, kind: type[W]) -> W | None:
+    """The wrapper of type ``kind`` in ``judge``'s wrapper stack (outermost first), if any."""
+    while isinstance(judge, _Wrapper):
+        if isinstance(judge, kind):
+            return judge
+        judge = judge.inner
+    return None
+
+
 class LimitedJudge(_Wrapper):
     """At most ``concurrency`` calls of the inner judge at once (per event loop)."""
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from ..core.pricing import is_local_url
 from ..judge.server import FIT_CEILING_S, ServerProbe
-from ..judge.wrappers import LimitedJudge, _Wrapper, base_judge, negotiate_judge
+from ..judge.wrappers import LimitedJudge, base_judge, find_wrapper, negotiate_judge
 from ..prompts.schemas import (
     CLAIMS_STEP,
     checked_claims_schema,
@@ -72,15 +72,6 @@ def longest_reply(
         schemas.append(checked_claims_schema(max(max_claims(t) for t in texts), step))
         schemas.append(summary_review_schema(n, max(sentence_count(t) for t in texts)))
     return max(reply_token_limit(schema) or 0 for schema in schemas)
-
-
-def limited_judge(judge: Any) -> LimitedJudge | None:
-    """The concurrency limit in a judge's wrapper stack, if it has one."""
-    while isinstance(judge, _Wrapper):
-        if isinstance(judge, LimitedJudge):
-            return judge
-        judge = judge.inner
-    return None
 
 
 async def afit_run(
@@ -155,7 +146,7 @@ def apply_fit(
     base_url = getattr(inner, "base_url", None)
     if probe.slots and not concurrency_given and is_local_url(base_url):
         fit.concurrency = probe.slots
-        limited = limited_judge(judge)
+        limited = find_wrapper(judge, LimitedJudge)
         if limited is not None:
             limited.concurrency = probe.slots
         fit.notes.append(
