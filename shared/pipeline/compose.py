@@ -22,6 +22,7 @@ from ..evaluation.reasons import (  # noqa: F401 (REASON_LINE, compose_reasons, 
     sub_score_reason,
 )
 from ..evaluation.result import NO_JUDGE, SummaryEvaluation  # noqa: F401 (NO_JUDGE: re-exported)
+from ..judge.server import failure_reason
 from ..judge.wrappers import JudgeFailed, base_judge
 from ..prompts.schemas import CLAIMS_STEP
 
@@ -111,6 +112,7 @@ def dimension_fields(evidence: DimensionEvidence) -> dict[str, Any]:
 
 
 def failure_text(exc: BaseException) -> str:
+    """A failed call as a row's error: the judge's own (redacted) wording of the failure."""
     if isinstance(exc, JudgeFailed):
-        return redact(str(exc))
-    return redact(f"judge call failed: {type(exc).__name__}: {exc}")
+        return failure_reason(exc)
+    return f"judge call failed: {failure_reason(exc)}"
