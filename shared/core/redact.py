@@ -213,6 +213,10 @@ def safe_record(record: Any) -> Any:
     """A row (or run record) as it may be written: the known secrets masked everywhere, and the
     fields the program writes itself (an error, a reason, a command, a judge line, nested too)
     redacted in full. A user's own text (source, summary) keeps everything but known secrets."""
+    return _safe(record, known_secrets())
+
+
+def _safe(record: Any, secrets: Sequence[str]) -> Any:
     if isinstance(record, dict):
         return {
             key: (
@@ -220,10 +224,10 @@ def safe_record(record: Any) -> Any:
                 if key == "command" and isinstance(value, str)
                 else redact(value)
                 if key in _PROGRAM_TEXT and isinstance(value, str)
-                else safe_record(value)
+                else _safe(value, secrets)
             )
             for key, value in record.items()
         }
     if isinstance(record, list | tuple):
-        return type(record)(safe_record(v) for v in record)
-    return scrub(record)
+        return type(record)(_safe(v, secrets) for v in record)
+    return _mask_known(record, secrets) if isinstance(record, str) and secrets else record
