@@ -74,33 +74,11 @@ def longest_reply(
     return max(reply_token_limit(schema) or 0 for schema in schemas)
 
 
-async def afit_run(
-    judge: Any,
-    *,
-    n: int,
-    judge_path: str,
-    summaries: Iterable[str] = (),
-    concurrency: int | None = None,
-    timeout_given: bool | None = None,
-    concurrency_given: bool = True,
-) -> RunFit:
-    """Probe ``judge``'s server and fit the run to it (see the module docstring).
-
-    ``timeout_given`` None reads the judge's own ``timeout_given`` (an :class:`OpenAIJudge`
-    built without ``timeout=``: not given). ``summaries`` size the longest reply (the two-call
-    check's claim list grows with a summary's sentences). A judge that cannot be probed (no
-    server: a scripted judge) is left as it is."""
-    probe = await negotiate_judge(judge)
-    return apply_fit(
-        judge,
-        probe,
-        n=n,
-        judge_path=judge_path,
-        summaries=summaries,
-        concurrency=concurrency,
-        timeout_given=timeout_given,
-        concurrency_given=concurrency_given,
-    )
+async def afit_run(judge: Any, **fit: Any) -> RunFit:
+    """Probe ``judge``'s server and fit the run to it (see the module docstring); ``fit`` are
+    :func:`apply_fit`'s keywords. A judge that cannot be probed (no server: a scripted judge)
+    is left as it is."""
+    return apply_fit(judge, await negotiate_judge(judge), **fit)
 
 
 def apply_fit(
@@ -115,7 +93,11 @@ def apply_fit(
     concurrency_given: bool = True,
 ) -> RunFit:
     """:func:`afit_run` once the probe is in hand: no await, so the rows of a batch keep the
-    order they start in."""
+    order they start in.
+
+    ``timeout_given`` None reads the judge's own ``timeout_given`` (an :class:`OpenAIJudge`
+    built without ``timeout=``: not given). ``summaries`` size the longest reply (the two-call
+    check's claim list grows with a summary's sentences)."""
     inner = base_judge(judge)
     timeout = getattr(inner, "timeout", None)
     if timeout_given is None:
