@@ -76,7 +76,7 @@ class _SummaryMetricBase(BaseMetric):
         context_budget: int = DEFAULTS.context_budget,
         samples: int = DEFAULTS.samples,
         language: str | None = DEFAULTS.language,
-        judge_path: Literal["two-call", "steps"] = DEFAULTS.judge_path,
+        judge_path: Literal["sentences", "two-call", "steps"] = DEFAULTS.judge_path,
     ) -> None:
         # Every argument is stored under its own name: deepeval.evaluate() copies a metric per
         # test case by calling the class again with the attributes that match __init__. So the

@@ -59,7 +59,7 @@ class UnscorableFake(FakeJudge):
     broken = True
 
     def answer_text(self, prompt: str, schema: type[BaseModel]) -> str:
-        claims = schema.__name__ in ("CheckedClaims", "ExtractedClaims")
+        claims = schema.__name__ in ("SentenceChecks", "ExtractedClaims")
         if self.broken and claims and "UNSCORABLE" in prompt:
             with self._lock:
                 self.calls[schema.__name__] += 1
@@ -234,8 +234,8 @@ def test_bad_rows_become_error_rows_and_exit_1(tmp_path: Path) -> None:
     assert rows["nosource"]["status"] == "bad_input" and "source" in rows["nosource"]["error"]
     failed = rows["judge-fails"]
     assert failed["status"] == "unscored" and failed["score"] is None
-    assert "CheckedClaims" in failed["error"]
-    assert url.judge.calls["CheckedClaims"] >= 3  # first try + 1 retry for the bad row
+    assert "SentenceChecks" in failed["error"]
+    assert url.judge.calls["SentenceChecks"] >= 3  # first try + 1 retry for the bad row
     # CSV keeps every column, evidence as JSON
     header = next(csv.reader(out.open()))
     assert header[:3] == ["id", "position", "status"] and set(score_keys()) <= set(header)
@@ -267,7 +267,7 @@ def test_retry_unscored_asks_again(tmp_path: Path) -> None:
     # only the call that had no answer is paid: the claim check (it failed); the source's
     # questions and the summary review come from the cache
     names = sorted(r["response_format"]["json_schema"]["name"] for r in retried)
-    assert names == ["CheckedClaims"]
+    assert names == ["SentenceChecks"]
 
 
 def test_no_judge_scores_deterministic_dimensions_and_says_what_was_skipped(

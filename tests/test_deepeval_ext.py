@@ -111,7 +111,7 @@ def test_evaluate_with_fake_backed_model_scores_and_thresholds(seed: tuple[str, 
     assert bad["Summary Alignment"].score == 0.0
     assert not bad["Summary Alignment"].success and not bad["Summary Quality"].success
     assert by_output[HALLUCINATED].success is False
-    assert "not in source" in bad["Summary Quality"].reason
+    assert "out-of-context" in bad["Summary Quality"].reason  # the sentence's error type
 
 
 class OpenAICompatibleModel(DeepEvalBaseLLM):
@@ -237,13 +237,13 @@ def test_ignore_errors_keeps_scoring_the_other_cases(seed: tuple[str, str]) -> N
     def claims(prompt: str) -> Any:
         if "Mars" in prompt:
             return "this is not JSON"
-        return default_answer(prompt, p.CheckedClaims)
+        return default_answer(prompt, p.SentenceChecks)
 
-    model = FakeDeepEvalModel(FakeJudge({p.CheckedClaims: [claims] * 20}), output="json")
+    model = FakeDeepEvalModel(FakeJudge({p.SentenceChecks: [claims] * 20}), output="json")
     metric = SummaryQualityMetric(model=model)
     cases = [case(source, summary), case(source, HALLUCINATED)]
 
-    with pytest.raises(SummaryScoringError, match="CheckedClaims"):
+    with pytest.raises(SummaryScoringError, match="SentenceChecks"):
         evaluate(cases, metrics=[metric], display_config=QUIET)
 
     result = evaluate(
@@ -253,7 +253,7 @@ def test_ignore_errors_keeps_scoring_the_other_cases(seed: tuple[str, str]) -> N
     good, bad = by_output[summary].metrics_data[0], by_output[HALLUCINATED].metrics_data[0]
     assert good.error is None and good.success and good.score > 0.5
     assert bad.success is False and bad.score is None
-    assert "still invalid after 3 attempt(s)" in bad.error and "CheckedClaims" in bad.error
+    assert "still invalid after 3 attempt(s)" in bad.error and "SentenceChecks" in bad.error
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,7 +290,7 @@ def test_one_instance_judges_each_case_against_its_own_source(seed: tuple[str, s
     logs_b = metric.verbose_logs
 
     question_prompts = judge.prompts_for(p.GeneratedQuestions)
-    verify_prompts = judge.prompts_for(p.CheckedClaims)
+    verify_prompts = judge.prompts_for(p.SentenceChecks)
     assert len(question_prompts) == 2 and len(verify_prompts) == 2
     assert p.read_block(question_prompts[0], "SOURCE") == source_a
     assert p.read_block(question_prompts[1], "SOURCE") == SOURCE_B  # new questions, new source
@@ -457,25 +457,25 @@ def test_model_that_raises_type_error_inside_is_not_retried_without_schema(
 
 def test_invalid_output_is_retried_with_the_error_fed_back(seed: tuple[str, str]) -> None:
     source, summary = seed
-    judge = FakeJudge({p.CheckedClaims: ['{"claims": "not a list"}']})
+    judge = FakeJudge({p.SentenceChecks: ['{"claims": "not a list"}']})
     metric = SummaryQualityMetric(model=FakeDeepEvalModel(judge, output="json"))
     metric.measure(case(source, summary), _show_indicator=False)
     assert metric.error is None and metric.success
-    retry_prompt = judge.prompts_for(p.CheckedClaims)[1]
+    retry_prompt = judge.prompts_for(p.SentenceChecks)[1]
     assert "Your previous reply could not be used" in retry_prompt
-    assert "does not match CheckedClaims" in retry_prompt
+    assert "does not match SentenceChecks" in retry_prompt
 
 
 def test_output_invalid_after_retries_sets_a_clear_error(seed: tuple[str, str]) -> None:
     source, summary = seed
-    judge = FakeJudge({p.CheckedClaims: ["not json"] * 3})
+    judge = FakeJudge({p.SentenceChecks: ["not json"] * 3})
     metric = SummaryQualityMetric(model=FakeDeepEvalModel(judge, output="json"), retries=2)
     with pytest.raises(SummaryScoringError) as raised:
         metric.measure(case(source, summary), _show_indicator=False)
     assert metric.error == str(raised.value)
-    assert "CheckedClaims still invalid after 3 attempt(s)" in metric.error
+    assert "SentenceChecks still invalid after 3 attempt(s)" in metric.error
     assert metric.score is None and metric.success is False and not metric.is_successful()
-    assert judge.calls["CheckedClaims"] == 3
+    assert judge.calls["SentenceChecks"] == 3
 
 
 # ---------------------------------------------------------------------------------------------
@@ -622,7 +622,7 @@ def test_dimension_metric_succeeds_when_the_judge_fails_only_the_headline(
     source, summary = seed
     healthy = score_summary(source, summary, judge=FakeJudge())
     for name in ("density", "specificity", "coherence"):
-        broken = FakeJudge({p.CheckedClaims: ["not json"] * 10})  # claims never extract
+        broken = FakeJudge({p.SentenceChecks: ["not json"] * 10})  # claims never extract
         model = FakeDeepEvalModel(broken, output="json")
         metric = SUB_SCORE_METRICS[name](model=model, threshold=0.0)
         assert metric.measure(case(source, summary), _show_indicator=False) == pytest.approx(
@@ -633,16 +633,16 @@ def test_dimension_metric_succeeds_when_the_judge_fails_only_the_headline(
         assert metric.reason.startswith(f"{name} ") and "Unscored:" not in metric.reason
     # a dimension that itself failed is an error with the core's reason, never 0
     # (on the two-call path the style review is part of the summary review)
-    no_style = FakeJudge({"SummaryReview": ["not json"] * 10})
+    no_style = FakeJudge({"PointedReview": ["not json"] * 10})
     specificity = SummarySubScoreMetric("specificity", model=FakeDeepEvalModel(no_style))
     with pytest.raises(
-        SummaryScoringError, match=r"'specificity' was not computed: .*SummaryReview"
+        SummaryScoringError, match=r"'specificity' was not computed: .*PointedReview"
     ):
         specificity.measure(case(source, summary), _show_indicator=False)
     assert specificity.score is None and specificity.success is False
-    broken = FakeJudge({p.CheckedClaims: ["not json"] * 10})
+    broken = FakeJudge({p.SentenceChecks: ["not json"] * 10})
     coverage = SummaryCoverageMetric(model=FakeDeepEvalModel(broken, output="json"))
-    with pytest.raises(SummaryScoringError, match=r"unscored: .*CheckedClaims"):
+    with pytest.raises(SummaryScoringError, match=r"unscored: .*SentenceChecks"):
         coverage.measure(case(source, summary), _show_indicator=False)
     assert coverage.score is None and coverage.success is False
 

@@ -156,8 +156,8 @@ def test_judged_dimensions_with_fake_judge_defaults() -> None:
     assert result.scored
     _check_values(result)
     # the two-call path: the style review is part of the summary-only call
-    assert judge.calls["SummaryReview"] == 1 and "StyleReview" not in judge.calls
-    prompt = judge.prompts_for("SummaryReview")[0]
+    assert judge.calls["PointedReview"] == 1 and "StyleReview" not in judge.calls
+    prompt = judge.prompts_for("PointedReview")[0]
     assert "[1] The article discusses a climate conference." in prompt
     assert "[4] Barack Obama visited Paris in the year 2015." in prompt
     spec = result.dimension_evidence.specificity
@@ -239,7 +239,7 @@ def test_stub_server_answers_the_style_review() -> None:
         result = score_summary(SOURCE, VAGUE_AND_REPEATED, judge=judge, cache=False)
         assert result.scored
         assert result.specificity == 0.5
-        assert url.judge.calls["SummaryReview"] == 1  # style and coverage in one call
+        assert url.judge.calls["PointedReview"] == 1  # style and coverage in one call
 
 
 # --- options --------------------------------------------------------------------------------

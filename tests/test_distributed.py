@@ -153,7 +153,7 @@ class KillOnce:
             model_id = inner.model_id
 
             async def generate(self, prompt: str, schema: Any) -> Any:
-                if schema.__name__ == "SummaryReview":
+                if schema.__name__ in ("SummaryReview", "PointedReview"):
                     try:
                         fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
                     except FileExistsError:

@@ -47,7 +47,7 @@ class CancellingJudge(FakeJudge):
     """Raises CancelledError for one summary's claim call (a client bug, not a cancel)."""
 
     async def generate(self, prompt: str, schema: type) -> Any:
-        if schema.__name__ in ("ExtractedClaims", "CheckedClaims") and "CANCELME" in prompt:
+        if schema.__name__ in ("ExtractedClaims", "SentenceChecks") and "CANCELME" in prompt:
             raise asyncio.CancelledError()
         return await super().generate(prompt, schema)
 

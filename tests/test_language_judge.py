@@ -125,8 +125,11 @@ def test_language_prompts_hash_is_pinned_and_signed() -> None:
     # the English prompts hash stays where it was
     assert f"|prompts:{p.prompts_hash()}|path:steps|" in sig
     # the two-call path (the default) names its own hash, which covers its language blocks
-    two = signature(FakeJudge(model_id="m"), ScoreOptions(), language="fr")
+    two = signature(FakeJudge(model_id="m"), ScoreOptions(judge_path="two-call"), language="fr")
     assert f"|prompts:{p.compact_prompts_hash()}|path:two-call|" in two
+    # the sentences path (the default) likewise, with its hash
+    default = signature(FakeJudge(model_id="m"), ScoreOptions(), language="fr")
+    assert f"|prompts:{p.sentence_prompts_hash()}|path:sentences|" in default
 
 
 def test_every_task_gets_the_block_last_and_stays_routable() -> None:
@@ -369,7 +372,10 @@ def test_score_summary_judges_a_french_pair_in_french() -> None:
     from shared import score_summary
 
     fake = FakeJudge()
-    result = score_summary(FR_SOURCE, FR_SUMMARY, judge=fake, n=3, dimensions=())
+    # the claims path, where the judge writes the claims (the sentences path copies them)
+    result = score_summary(
+        FR_SOURCE, FR_SUMMARY, judge=fake, n=3, dimensions=(), judge_path="two-call"
+    )
     assert result.language is not None and result.language.summary == "fr"
     assert fake.prompts and all(FRENCH in prompt for _, prompt in fake.prompts)
     assert result.questions and all(q.question.startswith("⟦French⟧ ") for q in result.questions)
@@ -392,6 +398,7 @@ def test_a_batch_judges_each_row_in_its_own_language() -> None:
         judge=fake,
         n=3,
         dimensions=(),
+        judge_path="two-call",
     )
     assert all(c.claim.startswith("⟦French⟧ ") for c in fr.claims)
     assert all(c.claim.startswith("⟦English⟧ ") for c in cross.claims)  # cross-lingual: marked

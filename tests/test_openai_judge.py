@@ -23,7 +23,7 @@ def test_full_score_through_the_real_client(seed: tuple[str, str]) -> None:
         assert first["temperature"] == 0.0
         assert first["response_format"]["type"] == "json_schema"
         names = {r["response_format"]["json_schema"]["name"] for r in url.requests}
-        assert names == {"JudgeProbe", "GeneratedQuestions", "CheckedClaims", "SummaryReview"}
+        assert names == {"JudgeProbe", "GeneratedQuestions", "SentenceChecks", "PointedReview"}
     assert judge.usage["calls"] == 1 + 3 and judge.usage["prompt_tokens"] > 0
     # the row's bill: its three calls, not the run's probe
     assert result.usage["calls"] == 3 and result.cost == 0.0  # a local server costs nothing
@@ -34,17 +34,17 @@ def test_full_score_through_the_real_client(seed: tuple[str, str]) -> None:
 
 
 def test_malformed_reply_is_retried_through_the_client(seed: tuple[str, str]) -> None:
-    fake = FakeJudge({p.CheckedClaims: ['{"claims": [{"claim": "The app', "```json\nnope"]})
+    fake = FakeJudge({p.SentenceChecks: ['{"claims": [{"claim": "The app', "```json\nnope"]})
     with stub_server(fake) as url:
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
         result = score_summary(*seed, judge=judge)
     assert result.scored, result.error
     claim_requests = [
-        r for r in url.requests if r["response_format"]["json_schema"]["name"] == "CheckedClaims"
+        r for r in url.requests if r["response_format"]["json_schema"]["name"] == "SentenceChecks"
     ]
     assert len(claim_requests) == 3
     retry_prompt = claim_requests[1]["messages"][-1]["content"]
-    assert "Your previous reply could not be used: reply is not valid CheckedClaims JSON" in (
+    assert "Your previous reply could not be used: reply is not valid SentenceChecks JSON" in (
         retry_prompt
     )
 

@@ -163,15 +163,20 @@ def _twenty_summaries_at_once(**options: Any) -> InFlightJudge:
 
 
 def _second_round(judge: FakeJudge) -> int:
-    """Calls of the second round (the two-call path): the claim checks and the summary reviews
-    (coverage only here: dimensions=())."""
-    return sum(
-        judge.calls[p.SCHEMA_FOR_TASK[t].__name__] for t in ("check_claims", "answer_and_grade")
+    """Calls after the first round (the sentences path): the sentence checks but the first of
+    the source, which goes out with the source's own call, and the pointed reviews (coverage
+    only here: dimensions=())."""
+    return (
+        sum(
+            judge.calls[p.SCHEMA_FOR_TASK[t].__name__]
+            for t in ("check_sentences", "point_and_grade")
+        )
+        - 1
     )
 
 
 def test_default_concurrency_sends_a_round_of_twenty_summaries_at_once() -> None:
-    """The second round of 20 summaries is 40 calls (claim checks and reviews); with the
+    """The second round of 20 summaries is 39 calls (19 checks and 20 reviews); with the
     default limit none of them waits for a slot, so none lands a round late
     (docs/PERFORMANCE.md)."""
     judge = _twenty_summaries_at_once()

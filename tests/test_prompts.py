@@ -31,7 +31,9 @@ def test_prompt_hashes_are_pinned() -> None:
 
 
 PINNED_COMPACT_HASH = "46051f16"
-"""The two-call path's hash (the default path's prompts; issue 23)."""
+"""The two-call path's hash (issue 23)."""
+PINNED_SENTENCE_HASH = "15157513"
+"""The sentences path's hash (the default path's prompts; issue 31)."""
 
 
 def test_signature_names_the_prompt_hash() -> None:
@@ -40,9 +42,16 @@ def test_signature_names_the_prompt_hash() -> None:
     assert f"|prompts:{PINNED_PROMPTS_HASH}|path:steps|" in sig
 
 
-def test_the_default_signature_names_the_two_call_hash_and_path() -> None:
-    assert p.compact_prompts_hash() == PINNED_COMPACT_HASH
+def test_the_default_signature_names_the_sentences_hash_and_path() -> None:
+    assert p.sentence_prompts_hash() == PINNED_SENTENCE_HASH
     sig = signature(FakeJudge(model_id="m"), ScoreOptions())
+    assert f"|prompts:{PINNED_SENTENCE_HASH}|path:sentences|" in sig
+    assert PINNED_PROMPTS_HASH not in sig and PINNED_COMPACT_HASH not in sig
+
+
+def test_the_two_call_signature_names_its_hash_and_path() -> None:
+    assert p.compact_prompts_hash() == PINNED_COMPACT_HASH
+    sig = signature(FakeJudge(model_id="m"), ScoreOptions(judge_path="two-call"))
     assert f"|prompts:{PINNED_COMPACT_HASH}|path:two-call|" in sig
     assert PINNED_PROMPTS_HASH not in sig
 

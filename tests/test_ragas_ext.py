@@ -141,11 +141,11 @@ def test_a_row_the_judge_cannot_score_is_nan_with_the_reason_logged(
         return '{"claims": ["The moon is made' if "green cheese" in prompt else None
 
     def answer(prompt: str) -> Any:
-        from shared.prompts import CheckedClaims
+        from shared.prompts import SentenceChecks
 
-        return claims(prompt) or default_answer(prompt, CheckedClaims)
+        return claims(prompt) or default_answer(prompt, SentenceChecks)
 
-    fake = FakeJudge({"CheckedClaims": [answer] * 30})
+    fake = FakeJudge({"SentenceChecks": [answer] * 30})
     with stub_server(fake) as url, caplog.at_level(logging.WARNING, logger="ragas_ext"):
         df = run(
             dataset(([source], summary), ([source], MOON), ([source], summary + " It is free.")),
@@ -162,7 +162,7 @@ def test_a_row_the_judge_cannot_score_is_nan_with_the_reason_logged(
         if r.name == "ragas_ext" and "unscored" in r.getMessage()
     ]
     assert len(logged) == 2  # one per metric of the failing row
-    assert all("CheckedClaims" in m for m in logged)
+    assert all("SentenceChecks" in m for m in logged)
 
 
 def test_dimensions_computed_on_an_unscored_row_are_reported(
@@ -172,7 +172,7 @@ def test_dimensions_computed_on_an_unscored_row_are_reported(
     source, summary = seed
     # a date the source states, so that grounding has an item to check (the seed has none)
     source, summary = f"{source} It launches in March.", f"{summary} It launches in March."
-    fake = FakeJudge({"CheckedClaims": ["not json"] * 200})  # claims never extract
+    fake = FakeJudge({"SentenceChecks": ["not json"] * 200})  # claims never extract
     metrics = summary_metrics("score", "coverage", *ragas_ext._metrics.DIMENSIONS)
     with stub_server(fake) as url, caplog.at_level(logging.WARNING, logger="ragas_ext"):
         df = run(dataset(([source], summary)), metrics, structured_llm(url))
@@ -187,7 +187,7 @@ def test_dimensions_computed_on_an_unscored_row_are_reported(
     # client of an earlier, closed event loop that the garbage collector closes here)
     logged = [r.getMessage() for r in caplog.records if r.name == "ragas_ext"]
     assert sorted(m.split(":")[0] for m in logged) == ["summary_coverage", "summary_quality"]
-    assert all("row unscored" in m and "CheckedClaims" in m for m in logged)
+    assert all("row unscored" in m and "SentenceChecks" in m for m in logged)
     # the collections metric too: the density value with density's own reason (the headline's
     # failure is not this metric's)
     assert collected.value == pytest.approx(healthy["density"])
@@ -276,15 +276,15 @@ def test_summary_metrics_takes_an_empty_dimensions_list_as_none() -> None:
 def test_evaluate_with_legacy_langchain_llm(seed: tuple[str, str]) -> None:
     source, summary = seed
     # first reply to the claim extraction is truncated JSON: a lenient parser would accept it
-    fake = FakeJudge({"CheckedClaims": ['{"claims": ["A company is launching"']})
+    fake = FakeJudge({"SentenceChecks": ['{"claims": ["A company is launching"']})
     with stub_server(fake) as url:
         llm = text_llm(url)
         df = run(dataset(([source], summary)), [SummaryQuality()], llm)
-        prompts = fake.prompts_for("CheckedClaims")
+        prompts = fake.prompts_for("SentenceChecks")
     assert df.loc[0, "summary_quality"] == pytest.approx(expected(source, summary).score)
     assert len(prompts) == 2  # rejected, then retried with the error fed back
     assert "Your previous reply could not be used" in prompts[1]
-    assert "reply is not valid CheckedClaims JSON" in prompts[1]
+    assert "reply is not valid SentenceChecks JSON" in prompts[1]
     assert judge_for(llm).model_id == "stub-text-model"
     assert not judge_for(llm).structured
     # the legacy path sends plain chat completions (no response_format) with our prompt
@@ -385,12 +385,12 @@ def test_collections_ascore_and_batch_score(stub: StubURL, seed: tuple[str, str]
 
 def test_collections_unscored_row_is_nan_with_reason(seed: tuple[str, str]) -> None:
     source, summary = seed
-    fake = FakeJudge({"CheckedClaims": ["not json"] * 12})
+    fake = FakeJudge({"SentenceChecks": ["not json"] * 12})
     with stub_server(fake) as url:
         metric = CollectionsSummaryQuality(llm=structured_llm(url))
         result = metric.score(reference_contexts=[source], response=summary)
     assert math.isnan(result.value)
-    assert result.reason.startswith("Unscored:") and "CheckedClaims" in result.reason
+    assert result.reason.startswith("Unscored:") and "SentenceChecks" in result.reason
 
 
 def test_collections_requires_an_instructor_llm(stub: StubURL) -> None:
@@ -490,7 +490,7 @@ def test_a_row_that_failed_once_is_asked_again_not_replayed(seed: tuple[str, str
     """A transient judge failure must not stick: the per-row memo keeps scored results only."""
     source, summary = seed
     # three bad replies use up one row's attempts (retries=2); the judge is healthy afterwards
-    fake = FakeJudge({"CheckedClaims": ['{"claims": ['] * 3})
+    fake = FakeJudge({"SentenceChecks": ['{"claims": ['] * 3})
     ds = dataset(([source], summary))
     with stub_server(fake) as url:
         llm = text_llm(url)

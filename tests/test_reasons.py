@@ -51,7 +51,7 @@ def _no_part_starts_mid_line(text: str) -> None:
 
 
 def test_short_reason_is_one_line_per_part_with_the_failing_part_first() -> None:
-    opts = ScoreOptions()
+    opts = ScoreOptions(judge_path="two-call")  # atomic claims (the sentences path: below)
     # coverage fails, alignment is perfect: coverage comes right after the headline
     short, detail = compose_reasons(0.0, 1.0, 0.0, _claims(2, 0), _questions(0, 5), opts)
     lines = short.splitlines()
@@ -113,10 +113,10 @@ def test_unscored_and_offline_results_list_the_dimensions_on_their_own_lines(
     lines = offline.reason.splitlines()
     assert lines[0].startswith("Unscored: no judge")
     assert any(line.startswith("density ") for line in lines[1:])
-    broken = FakeJudge({p.CheckedClaims: ["not json"] * 10})
+    broken = FakeJudge({p.SentenceChecks: ["not json"] * 10})
     failed = score_summary(source, summary, judge=broken)
     lines = failed.reason.splitlines()
-    assert lines[0].startswith("Unscored: ") and "CheckedClaims" in lines[0]
+    assert lines[0].startswith("Unscored: ") and "SentenceChecks" in lines[0]
     assert any(line.startswith("density ") for line in lines[1:])
     _no_part_starts_mid_line(failed.reason)
 
@@ -164,3 +164,30 @@ def test_ragas_collections_sub_score_reason_is_its_own(seed: tuple[str, str]) ->
     assert "\n" not in coherence and "Score " not in coherence
     # the full account travels with the result
     assert results["score"].traces["output"]["reason_detail"].startswith("Score ")
+
+
+def test_the_sentences_path_counts_sentences_and_names_the_error_type() -> None:
+    from shared.evaluation.result import ClaimEvidence
+
+    sentences = [
+        ClaimEvidence(claim="The app is free.", verdict="supported"),
+        ClaimEvidence(
+            claim="It costs 9 dollars a month.",
+            verdict="contradicted",
+            reason="The source says it is free.",
+            quote="The app is free.",
+            error_type="entity",
+            span="9 dollars a month",
+        ),
+    ]
+    short, detail = compose_reasons(0.5, 0.5, 1.0, sentences, _questions(2, 0), ScoreOptions())
+    assert (
+        short.splitlines()[1]
+        == 'alignment 0.50: 1/2 sentences supported; entity: "9 dollars a month"'
+    )
+    assert "Alignment: 1/2 sentences supported by the source." in detail
+    assert "  Error types: entity 1" in detail
+    assert (
+        '  Unsupported (entity): "It costs 9 dollars a month." (wrong: "9 dollars a month")'
+        " — The source says it is free." in detail
+    )

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from shared import OpenAIJudge, ascore_summary, score_summary
 from shared import prompts as p
+from shared.prompts import pointing as pt
 from shared.prompts import schemas as s
 from shared.testing import FakeJudge, minimal_instance, stub_server
 
@@ -53,11 +54,17 @@ def problems(node: Any, path: str = "$") -> list[str]:
     for key in ("$ref", "$defs", "definitions", "uniqueItems"):
         if key in node:
             found.append(f"{path}: has {key}")
-    for key in ("anyOf", "oneOf", "allOf"):
+    for key in ("oneOf", "allOf"):
         if key in node:
-            found.append(
-                f"{path}: has {key}" + (" beside properties" if "properties" in node else "")
-            )
+            found.append(f"{path}: has {key}")
+    if "anyOf" in node:  # one of several shapes: llama.cpp skips it only beside properties
+        if "properties" in node or "type" in node:
+            found.append(f"{path}: has anyOf beside properties or a type")
+        for i, branch in enumerate(node["anyOf"]):
+            if not isinstance(branch, dict) or branch.get("type") != "object":
+                found.append(f"{path}.anyOf[{i}]: a branch that is not an object")
+            found += problems(branch, f"{path}.anyOf[{i}]")
+        return found
     kind = node.get("type")
     if isinstance(kind, list):
         found.append(f"{path}: type is a union {kind}")
@@ -107,6 +114,11 @@ def factory_schemas() -> list[type[BaseModel]]:
             s.checked_claims_schema(n),
             s.summary_review_schema(n, n),
             s.summary_review_schema(n, 0),
+            pt.sentence_checks_schema(n),
+            pt.sentence_checks_schema(n, pt.SENTENCE_STEP),
+            pt.pointed_review_schema(n, n, True),
+            pt.pointed_review_schema(n, n, False),
+            pt.pointed_review_schema(0, n, True),
         ]
     return made
 
@@ -136,7 +148,7 @@ def sent_schemas(seed: tuple[str, str]) -> tuple[list[type[BaseModel]], set[str]
         await asyncio.gather(
             *(
                 call
-                for path in ("two-call", "steps")
+                for path in ("sentences", "two-call", "steps")
                 for call in (
                     ascore_summary(source, summary, judge=judge, judge_path=path),
                     ascore_summary(source, summary, judge=judge, n=3, judge_path=path),
@@ -159,7 +171,12 @@ def sent_schemas(seed: tuple[str, str]) -> tuple[list[type[BaseModel]], set[str]
                     ),
                 )
             ),
-            ascore_summary(source, summary, judge=judge, n=2, dimensions=("density",)),
+            *(
+                ascore_summary(
+                    source, summary, judge=judge, n=2, dimensions=("density",), judge_path=path
+                )
+                for path in ("sentences", "two-call")
+            ),
         )
 
     asyncio.run(run())
@@ -203,7 +220,10 @@ def test_the_walker_fails_on_what_servers_skip() -> None:
     ):
         assert expected in found
     inlined = "\n".join(problems(s.grammar_friendly(Loose.model_json_schema())))
-    assert "has anyOf" in inlined and "string without maxLength" in inlined
+    assert "anyOf[0]: a branch that is not an object" in inlined
+    assert "string without maxLength" in inlined
+    beside = problems({"type": "object", "properties": {}, "anyOf": [{"type": "object"}]})
+    assert any("anyOf beside properties" in found for found in beside)
     assert "$ref" not in inlined
 
     bounded = {"type": "object", "properties": {"r": {"type": "number", "minimum": 0}}}

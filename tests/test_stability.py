@@ -90,7 +90,7 @@ def test_batch_of_one_source_shares_questions_across_rows_and_samples(
     results = score_summaries([(source, summary), (source, SECOND)], judge=judge, samples=2)
     assert all(r.scored and len(r.sample_scores) == 2 for r in results)
     assert judge.calls["GeneratedQuestions"] == 1
-    assert judge.calls["CheckedClaims"] == 4  # 2 rows x 2 samples
+    assert judge.calls["SentenceChecks"] == 4  # 2 rows x 2 samples
     # the deterministic dimensions are computed once per row and agree across samples
     for r in results:
         assert r.spread["density"] == r.spread["coherence"] == r.spread["conciseness"] == 0.0
@@ -173,7 +173,7 @@ def test_openai_judge_own_seed_and_temperature_are_kept() -> None:
 
 def test_an_unscored_sample_unscores_the_row_and_says_which(seed: tuple[str, str]) -> None:
     source, summary = seed
-    judge = FakeJudge({"SummaryReview": [None, RuntimeError("boom"), None]}, vary_by_seed=True)
+    judge = FakeJudge({"PointedReview": [None, RuntimeError("boom"), None]}, vary_by_seed=True)
     result = score_summary(source, summary, judge=judge, cache=False, samples=3, retries=0)
     assert not result.scored and result.score is None and result.coverage is None
     assert result.error is not None and result.error.startswith("1 of 3 judge samples unscored")
@@ -340,7 +340,7 @@ def test_deepeval_metric_reports_the_mean_and_the_spread(seed: tuple[str, str]) 
     # deterministic, so the spread is 0 (reported, not left out)
     assert breakdown["score_sd"] == breakdown["coverage_sd"] == 0.0
     assert metric.reason.startswith("Mean over 3 judge samples")
-    assert judge.calls["CheckedClaims"] == 3 and judge.calls["GeneratedQuestions"] == 1
+    assert judge.calls["SentenceChecks"] == 3 and judge.calls["GeneratedQuestions"] == 1
 
 
 def test_compare_pairs_the_means_not_the_spread_columns() -> None:
@@ -371,7 +371,7 @@ def test_ragas_collections_metric_gives_the_mean_and_the_spread_in_its_reason(
     assert result.value == pytest.approx(single.score)
     assert result.reason.startswith("Mean over 2 judge samples: score")
     assert "(sd 0.00)" in result.reason  # the Ragas LLM is called as is: deterministic here
-    assert calls["GeneratedQuestions"] == 1 and calls["CheckedClaims"] == 2
+    assert calls["GeneratedQuestions"] == 1 and calls["SentenceChecks"] == 2
 
 
 def test_samples_share_the_judge_concurrency_limit(seed: tuple[str, str]) -> None:

@@ -51,7 +51,7 @@ def test_scores_from_the_two_replies_follow_the_metric_definitions(seed: tuple[s
     judge = FakeJudge(
         {p.GeneratedQuestions: QUESTIONS, "CheckedClaims": CHECKED, "SummaryReview": REVIEW}
     )
-    result = score_summary(*seed, judge=judge)
+    result = score_summary(*seed, judge=judge, judge_path="two-call")
     assert result.error is None
     # coverage = (5·4 + 4·5 + 3·5 + 1·0) / (5 · 13); alignment = 2/3
     assert result.coverage == pytest.approx(55 / 65)
@@ -66,7 +66,9 @@ def test_scores_from_the_two_replies_follow_the_metric_definitions(seed: tuple[s
 def test_the_summary_review_never_sees_the_source(seed: tuple[str, str]) -> None:
     source, summary = seed
     judge = FakeJudge()
-    score_summary(source, summary, judge=judge, n=1)  # the fake's one reference: sentence 1
+    score_summary(
+        source, summary, judge=judge, judge_path="two-call", n=1
+    )  # the fake's one reference: sentence 1
     (review,) = judge.prompts_for("SummaryReview")
     assert "<<<SOURCE>>>" not in review
     last = source.strip().rstrip(".").rsplit(". ", 1)[-1]
@@ -95,7 +97,7 @@ class _Ordered(FakeJudge):
 def test_the_source_call_ends_before_any_summary_call_starts(seed: tuple[str, str]) -> None:
     judge = _Ordered()
     pairs = [(seed[0], f"{seed[1]} ({i})") for i in range(5)]
-    results = score_summaries(pairs, judge=judge)
+    results = score_summaries(pairs, judge=judge, judge_path="two-call")
     assert all(r.scored for r in results)
     assert judge.events[:2] == [("start", "source_questions"), ("end", "source_questions")]
     # the longest chain for one summary: the source's call, then its two calls side by side
@@ -108,7 +110,7 @@ def test_the_two_paths_never_share_a_signature_or_a_cached_answer(seed: tuple[st
     judge = FakeJudge()
     steps = score_summary(*seed, judge=judge, judge_path="steps")
     before = judge.total_calls
-    two = score_summary(*seed, judge=judge)  # same judge, same cache
+    two = score_summary(*seed, judge=judge, judge_path="two-call")  # same judge, same cache
     assert steps.signature != two.signature
     assert "|path:steps|" in steps.signature and "|path:two-call|" in two.signature
     # every two-call prompt is new to the cache (the step path's questions are not reused)
@@ -121,7 +123,7 @@ def test_a_failed_review_unscores_the_row_and_the_judged_dimensions_say_why(
 ) -> None:
     judge = FakeJudge({"SummaryReview": [ConnectionError("server went away")]})
     other = ("The river flooded the town on Monday.", "The river flooded the town.")
-    first, second = score_summaries([seed, other], judge=judge)
+    first, second = score_summaries([seed, other], judge=judge, judge_path="two-call")
     assert first.score is None and "server went away" in (first.error or "")
     assert first.specificity is None
     assert second.scored
@@ -129,7 +131,7 @@ def test_a_failed_review_unscores_the_row_and_the_judged_dimensions_say_why(
 
 def test_without_judged_dimensions_the_review_is_coverage_only(seed: tuple[str, str]) -> None:
     judge = FakeJudge()
-    result = score_summary(*seed, judge=judge, dimensions=("density",))
+    result = score_summary(*seed, judge=judge, judge_path="two-call", dimensions=("density",))
     assert result.scored
     (prompt,) = judge.prompts_for("SummaryReview")
     assert p.task_of(prompt) == "answer_and_grade" and "<<<SENTENCES>>>" not in prompt
@@ -138,7 +140,9 @@ def test_without_judged_dimensions_the_review_is_coverage_only(seed: tuple[str, 
 def test_a_long_source_is_chunked_as_before_on_the_two_call_path() -> None:
     judge = FakeJudge()
     summary = "The committee approved the budget. The report was published."
-    result = score_summary(long_source(), summary, judge=judge, context_budget=BUDGET, n=4)
+    result = score_summary(
+        long_source(), summary, judge=judge, judge_path="two-call", context_budget=BUDGET, n=4
+    )
     assert result.scored, result.error
     assert f"|long:{p.long_prompts_hash()}|budget:{BUDGET}|" in result.signature
     assert judge.calls["GeneratedQuestions"] > 1  # one per part, as on the step path
@@ -149,7 +153,9 @@ def test_a_long_source_is_chunked_as_before_on_the_two_call_path() -> None:
 
 def test_user_questions_get_reference_answers_in_the_source_call(seed: tuple[str, str]) -> None:
     judge = FakeJudge()
-    result = score_summary(*seed, judge=judge, questions=["What does the app track?"])
+    result = score_summary(
+        *seed, judge=judge, judge_path="two-call", questions=["What does the app track?"]
+    )
     assert result.scored, result.error
     (prompt,) = judge.prompts_for("ReferenceAnswers")
     assert p.task_of(prompt) == "source_reference_answers"
@@ -178,7 +184,9 @@ def test_the_hint_is_scoped_to_its_block() -> None:
 def test_source_calls_carry_one_cache_hint_and_the_review_none(seed: tuple[str, str]) -> None:
     with stub_server() as url:
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
-        results = score_summaries([seed, (seed[0], "The app tracks water intake.")], judge=judge)
+        results = score_summaries(
+            [seed, (seed[0], "The app tracks water intake.")], judge=judge, judge_path="two-call"
+        )
         assert all(r.scored for r in results)
         by_task: dict[str, list[dict]] = {}
         for request in url.requests:
@@ -202,7 +210,7 @@ def test_a_users_extra_body_is_kept_beside_the_hint(seed: tuple[str, str]) -> No
         judge = OpenAIJudge(
             "stub-model", base_url=url, api_key="test", extra_body={"cache_prompt": False, "x": 1}
         )
-        assert score_summary(*seed, judge=judge).scored
+        assert score_summary(*seed, judge=judge, judge_path="two-call").scored
         sources = [
             r for r in url.requests if p.task_of(r["messages"][-1]["content"]) == "check_claims"
         ]
@@ -214,7 +222,7 @@ def test_many_summaries_in_one_batch_make_one_source_call_per_source() -> None:
     b = "The river flooded the town on Friday. Two bridges were closed."
     pairs = [(a, "A park was approved."), (b, "A river flooded."), (a, "The park costs 2 million.")]
     judge = FakeJudge()
-    results = asyncio.run(ascore_summaries(pairs, judge=judge))
+    results = asyncio.run(ascore_summaries(pairs, judge=judge, judge_path="two-call"))
     assert all(r.scored for r in results)
     assert judge.calls["GeneratedQuestions"] == 2
     assert judge.total_calls == 2 + 2 * 3
@@ -296,7 +304,7 @@ def test_supported_claims_without_reasons_score_and_render(seed: tuple[str, str]
             "SummaryReview": SHORT_REVIEW,
         }
     )
-    result = score_summary(*seed, judge=judge)
+    result = score_summary(*seed, judge=judge, judge_path="two-call")
     assert result.error is None and result.scored
     assert result.alignment == pytest.approx(2 / 3)
     assert result.coverage == pytest.approx(55 / 65)
@@ -319,7 +327,9 @@ def test_the_fake_answers_the_short_check_as_a_compliant_model(seed: tuple[str, 
 
     source, summary = seed
     judge = FakeJudge()
-    result = score_summary(source, summary + " The app costs 5 dollars on Mars.", judge=judge)
+    result = score_summary(
+        source, summary + " The app costs 5 dollars on Mars.", judge=judge, judge_path="two-call"
+    )
     assert result.claims
     for claim in result.claims:
         assert (claim.reason == "") == (claim.verdict == "supported")
@@ -347,7 +357,7 @@ def test_a_local_server_gets_the_exact_claim_bound_and_a_hosted_one_the_rounded(
     with stub_server() as url:
         judge = OpenAIJudge("stub-model", base_url=url, api_key="test")
         assert judge.caches_schema is False
-        result = score_summary(*seed, judge=judge)
+        result = score_summary(*seed, judge=judge, judge_path="two-call")
         checks = [
             r for r in url.requests if p.task_of(r["messages"][-1]["content"]) == "check_claims"
         ]

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..core.redact import command_line, redact_url
+from ..evaluation.options import DEFAULT_JUDGE_PATH
 from ..runs.results import (
     NEEDS_JUDGE,
     STATUS_BAD_INPUT,
@@ -214,7 +215,7 @@ def fit_to_server(
     concurrency: int,
     concurrency_given: bool,
     n: int,
-    judge_path: str = "two-call",
+    judge_path: str = DEFAULT_JUDGE_PATH,
     summaries: Iterable[str] = (),
 ) -> tuple[float, int]:
     """Fit the run to the judge's server (:func:`shared.pipeline.fit.afit_run`, the one place

@@ -93,14 +93,20 @@ class RunSettings:
 RUN_DEFAULTS = RunSettings()
 
 
-JUDGE_PATHS = ("two-call", "steps")
-DEFAULT_JUDGE_PATH = "two-call"
-"""How the judge is asked (docs/DESIGN.md, "How the judge is asked"). ``two-call``: one call per
-source (weighted questions with the source's answers) and two per summary (claims extracted and
-checked against the full source; the questions answered from the summary and graded, with the
-style review), every source-carrying prompt beginning with the same bytes so a provider's prefix
-cache serves them. ``steps``: extraction, verification, answers and grades as separate calls
-(three dependent rounds). The metric definitions are the same; the signature names the path."""
+JUDGE_PATHS = ("sentences", "two-call", "steps")
+DEFAULT_JUDGE_PATH = "sentences"
+"""How the judge is asked (docs/DESIGN.md, "How the judge is asked"). ``sentences`` (the
+default): one call per source (weighted questions with the source's answers) and two per
+summary, replies that point instead of paraphrasing: each summary sentence, split offline and
+numbered, judged against the full source (``supported`` or a FineSurE error category, with a
+span, quote and reason only when unsupported), and the questions graded by pointing at the
+summary sentence that answers them, with the style review of the same sentences. The claims
+paths: ``two-call`` (the summary's atomic claims extracted and checked in one reply; the
+questions answered from the summary in writing and graded) and ``steps`` (extraction,
+verification, answers and grades as separate calls, three dependent rounds). Every
+source-carrying prompt begins with the same bytes so a provider's prefix cache serves them. The
+metric definitions are the same (alignment: the share of supported sentences, or of supported
+claims); the signature names the path."""
 
 MAX_BETA = 1e100
 """Largest accepted ``beta``: beyond about 1e154 its square overflows and F-beta would be NaN;
@@ -315,10 +321,12 @@ class OptionFields:
         check_language_code,
         "Language code of every row (e.g. 'fr'); None detects each row's language.",
     )
-    judge_path: Literal["two-call", "steps"] = option(
+    judge_path: Literal["sentences", "two-call", "steps"] = option(
         DEFAULT_JUDGE_PATH,
         _one_of(*JUDGE_PATHS),
-        "two-call: one judge call per source and two per summary; steps: the step-by-step calls.",
+        "sentences: the judge points at numbered summary sentences (verdicts with error types, "
+        "coverage by pointing); two-call: atomic claims written out, one call per source and two "
+        "per summary; steps: the step-by-step calls.",
     )
 
 
@@ -341,7 +349,7 @@ class ScoreOptionsKwargs(TypedDict, total=False):
     context_budget: int
     samples: int
     language: str | None
-    judge_path: Literal["two-call", "steps"]
+    judge_path: Literal["sentences", "two-call", "steps"]
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(OptionFields))

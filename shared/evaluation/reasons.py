@@ -8,6 +8,7 @@ both import it.
 
 from __future__ import annotations
 
+import collections
 from typing import TYPE_CHECKING, Any
 
 from ..dimensions.evidence import DIMENSIONS, DimensionEvidence
@@ -28,6 +29,8 @@ def _clip(text: str, limit: int = 90) -> str:
 
 
 def _verdict_label(claim: ClaimEvidence) -> str:
+    if claim.error_type is not None:  # the sentences path: FineSurE's error category
+        return claim.error_type
     return "contradicted" if claim.verdict == "contradicted" else "not in source"
 
 
@@ -38,6 +41,10 @@ def _unsupported(claims: list[ClaimEvidence]) -> list[ClaimEvidence]:
     )
 
 
+def _unit(sentences: bool) -> str:
+    return "sentences" if sentences else "claims"
+
+
 def _missed(questions: list[QuestionEvidence]) -> list[QuestionEvidence]:
     counted = [q for q in questions if q.counted]
     return sorted(
@@ -45,15 +52,16 @@ def _missed(questions: list[QuestionEvidence]) -> list[QuestionEvidence]:
     )
 
 
-def _alignment_text(claims: list[ClaimEvidence]) -> str:
-    """The alignment part in one phrase: the count, and the worst claim if one failed."""
+def _alignment_text(claims: list[ClaimEvidence], sentences: bool = False) -> str:
+    """The alignment part in one phrase: the count, and the worst claim (or sentence) if one
+    failed. ``sentences``: the sentences path, whose verdicts are per summary sentence."""
     if not claims:
         return "the summary makes no checkable claim"
     supported = sum(c.verdict == "supported" for c in claims)
-    text = f"{supported}/{len(claims)} claims supported"
+    text = f"{supported}/{len(claims)} {_unit(sentences)} supported"
     bad = _unsupported(claims)
     if bad:
-        text += f'; {_verdict_label(bad[0])}: "{_clip(bad[0].claim, 55)}"'
+        text += f'; {_verdict_label(bad[0])}: "{_clip(bad[0].span or bad[0].claim, 55)}"'
     return text
 
 
@@ -69,14 +77,18 @@ def _coverage_text(questions: list[QuestionEvidence]) -> str:
     return text
 
 
-def _alignment_detail(claims: list[ClaimEvidence]) -> list[str]:
+def _alignment_detail(claims: list[ClaimEvidence], sentences: bool = False) -> list[str]:
     if not claims:
         return ["Alignment: the summary makes no checkable claim."]
     supported = sum(c.verdict == "supported" for c in claims)
-    lines = [f"Alignment: {supported}/{len(claims)} claims supported by the source."]
+    lines = [f"Alignment: {supported}/{len(claims)} {_unit(sentences)} supported by the source."]
+    kinds = collections.Counter(c.error_type for c in claims if c.error_type is not None)
+    if kinds:
+        lines.append("  Error types: " + ", ".join(f"{k} {n}" for k, n in kinds.most_common()))
     for c in _unsupported(claims):
+        span = f' (wrong: "{c.span}")' if c.span else ""
         why = f" — {c.reason}" if c.reason else ""
-        lines.append(f'  Unsupported ({_verdict_label(c)}): "{c.claim}"{why}')
+        lines.append(f'  Unsupported ({_verdict_label(c)}): "{c.claim}"{span}{why}')
     return lines
 
 
@@ -137,11 +149,12 @@ def compose_reasons(
         "min" if options.combine == "min" else ("F1" if options.beta == 1 else f"F{options.beta:g}")
     )
     head = f"Score {score:.2f} ({rule} of alignment {alignment:.2f} and coverage {coverage:.2f})."
+    by_sentence = options.judge_path == "sentences"
     short = [
-        _part_line("alignment", alignment, _alignment_text(claims), limit=REASON_LINE),
+        _part_line("alignment", alignment, _alignment_text(claims, by_sentence), limit=REASON_LINE),
         _part_line("coverage", coverage, _coverage_text(questions), limit=REASON_LINE),
     ]
-    detail = [_alignment_detail(claims), _coverage_detail(questions)]
+    detail = [_alignment_detail(claims, by_sentence), _coverage_detail(questions)]
     if coverage < alignment:  # the failing part first
         short.reverse()
         detail.reverse()
@@ -163,8 +176,10 @@ def sub_score_reason(evaluation: SummaryEvaluation, name: str) -> str:
     value = evaluation.sub_scores().get(name)
     judged = evaluation.error is None and name in ("alignment", "coverage")
     if name == "alignment" and judged:
-        lines = [_part_line(name, value, _alignment_text(evaluation.claims), limit=None)]
-        lines += [line.strip() for line in _alignment_detail(evaluation.claims)[1:]]
+        by_sentence = evaluation.error_types is not None
+        text = _alignment_text(evaluation.claims, by_sentence)
+        lines = [_part_line(name, value, text, limit=None)]
+        lines += [line.strip() for line in _alignment_detail(evaluation.claims, by_sentence)[1:]]
     elif name == "coverage" and judged:
         lines = [_part_line(name, value, _coverage_text(evaluation.questions), limit=None)]
         lines += [line.strip() for line in _coverage_detail(evaluation.questions)[1:]]

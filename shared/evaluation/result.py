@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from ..core.language import LanguageEvidence
 from ..core.subscores import SUB_SCORE_NAMES
 from ..dimensions.evidence import DimensionEvidence
+from ..prompts.pointing import ERROR_TYPES, ErrorType
 from ..prompts.schemas import Verdict
 from .reasons import sub_score_reason
 
@@ -30,6 +37,15 @@ class QuestionEvidence(BaseModel):
     grade_reason: str = ""
     counted: bool = True
     """False when the source itself does not answer a user's question (left out of coverage)."""
+    sentence: int | None = None
+    """The sentences path: the number of the summary sentence the judge pointed at as the
+    answer (0: none answers it; ``summary_answer`` is then "" and holds that sentence's text
+    otherwise). None on the claims paths, where the judge writes the answer out; a None field is
+    left out of the serialized form, so those paths' results keep their shape."""
+
+    @model_serializer(mode="wrap")
+    def _drop_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), ("sentence",))
 
 
 class ClaimEvidence(BaseModel):
@@ -39,6 +55,34 @@ class ClaimEvidence(BaseModel):
     verdict: Verdict
     reason: str = ""
     quote: str = ""
+    error_type: ErrorType | None = None
+    """The sentences path (where each entry is one summary sentence): FineSurE's error category
+    of an unsupported sentence (:data:`shared.prompts.ERROR_TYPES`); None for a supported one
+    and on the claims paths."""
+    span: str | None = None
+    """The sentences path: the shortest wrong span of an unsupported sentence."""
+
+    @model_serializer(mode="wrap")
+    def _drop_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), ("error_type", "span"))
+
+
+def _without_none(data: Any, names: tuple[str, ...]) -> Any:
+    """``data`` less the ``names`` whose value is None (fields only one path fills)."""
+    if isinstance(data, dict):
+        for name in names:
+            if data.get(name, 0) is None:
+                del data[name]
+    return data
+
+
+def count_error_types(claims: list[ClaimEvidence]) -> dict[str, int]:
+    """Unsupported sentences per error category, every category listed (0 included)."""
+    counts = dict.fromkeys(ERROR_TYPES, 0)
+    for c in claims:
+        if c.error_type is not None:
+            counts[c.error_type] += 1
+    return counts
 
 
 class SummaryEvaluation(BaseModel):
@@ -64,6 +108,11 @@ class SummaryEvaluation(BaseModel):
     dimension's whole reason, one item per line (``reason`` when there is nothing more to say)."""
     questions: list[QuestionEvidence] = Field(default_factory=list)
     claims: list[ClaimEvidence] = Field(default_factory=list)
+    """The verdicts behind alignment: one per atomic claim on the claims paths, one per summary
+    sentence on the sentences path (``claim`` is then the sentence)."""
+    error_types: dict[str, int] | None = None
+    """The sentences path: unsupported sentences per FineSurE error category (every category,
+    0 included); None on the claims paths (left out of the serialized form)."""
     density: float | None = None
     specificity: float | None = None
     non_redundancy: float | None = None
@@ -91,6 +140,10 @@ class SummaryEvaluation(BaseModel):
     cost: float | None = None
     """US$ for ``usage`` at the judge's prices (:mod:`shared.core.pricing`; $0 on a local server);
     None when no price is known or without a judge."""
+
+    @model_serializer(mode="wrap")
+    def _drop_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), ("error_types",))
 
     @model_validator(mode="after")
     def _detail_defaults_to_reason(self) -> SummaryEvaluation:

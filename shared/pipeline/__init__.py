@@ -3,6 +3,7 @@
 ``shared.pipeline`` keeps the names it had as a module (they live in :mod:`shared.pipeline.run`).
 """
 
+from ..evaluation.result import ClaimEvidence
 from .run import (
     DEFAULT_CONCURRENCY,
     DEFAULT_CONTEXT_BUDGET,
@@ -10,7 +11,6 @@ from .run import (
     NO_JUDGE,
     BatchAnalysis,
     CachedJudge,
-    ClaimEvidence,
     DimensionEvidence,
     DimensionSettings,
     Judge,
@@ -31,7 +31,6 @@ from .run import (
     base_judge,
     build_evidence,
     check_claims,
-    check_claims_at_once,
     check_summary,
     collect_usage,
     combine_samples,
@@ -49,7 +48,6 @@ from .run import (
     reference_questions,
     resolve_languages,
     review_style,
-    review_summary,
     run_sync,
     sample_judges,
     score_summaries,
@@ -61,6 +59,7 @@ from .run import (
     usage_fields,
     weighted_coverage,
 )
+from .two_call import check_claims_at_once, review_summary
 
 __all__ = [
     "DEFAULT_CONCURRENCY",

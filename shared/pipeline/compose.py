@@ -35,6 +35,11 @@ def claims_step(judge: object) -> int:
     return CLAIMS_STEP if getattr(base_judge(judge), "caches_schema", True) else 1
 
 
+def _exact(judge: object) -> bool:
+    """The sentence checks' list is exact (positional, step 1) for this judge."""
+    return not getattr(base_judge(judge), "caches_schema", True)
+
+
 def signature(
     judge: object,
     options: ScoreOptions,
@@ -74,11 +79,15 @@ def signature(
         ).hexdigest()[:6]
         n = f"user{len(options.questions)}:{digest}"
     beta = f"{options.beta:g}"
-    prompts = p.compact_prompts_hash() if options.judge_path == "two-call" else p.prompts_hash()
+    prompts = {
+        "sentences": p.sentence_prompts_hash,
+        "two-call": p.compact_prompts_hash,
+    }.get(options.judge_path, p.prompts_hash)()
     return (
         f"judge:{model}|n:{n}|beta:{beta}|combine:{options.combine}"
         f"|prompts:{prompts}|path:{options.judge_path}"
         + ("|claims:exact" if options.judge_path == "two-call" and claims_step(judge) == 1 else "")
+        + ("|checks:exact" if options.judge_path == "sentences" and _exact(judge) else "")
         + p.language_signature_part(language, source_language)
         + (f"|long:{p.long_prompts_hash()}|budget:{options.context_budget}" if long else "")
         + f"{options.dimension_settings.signature_part()}"

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from ..core.pricing import is_local_url
 from ..judge.server import FIT_CEILING_S, ServerProbe
 from ..judge.wrappers import LimitedJudge, base_judge, find_wrapper, negotiate_judge
+from ..prompts.pointing import pointed_review_schema, sentence_checks_schema, split_sentences
 from ..prompts.schemas import (
     CLAIMS_STEP,
     checked_claims_schema,
@@ -35,6 +36,7 @@ from ..prompts.schemas import (
     verdicts_schema,
 )
 from .compose import claims_step
+from .sentences import sentence_step
 
 SPEED_MARGIN = 1.25
 """The per-call limit fitted to the measured speed leaves this much room."""
@@ -63,10 +65,18 @@ def longest_reply(
     """The largest ``max_tokens`` a call of this run can be sent: the source's questions (``n``)
     and, on the two-call path, the claim check of the longest summary (its bound rounded up to
     ``step``, as the judge's :func:`~shared.pipeline.compose.claims_step` says) and the summary
-    review; on the step path, a verdict list of ``n`` claims."""
+    review; on the sentences path, the sentence check and the pointed review of the longest
+    summary (``step``: :func:`~shared.pipeline.sentences.sentence_step`); on the step path, a
+    verdict list of ``n`` claims."""
     schemas: list[Any] = [questions_schema(n)]
     if judge_path == "steps":
         schemas.append(verdicts_schema(n))
+    elif judge_path == "sentences":
+        texts = [t for t in summaries if t] or [""]
+        # spaCy's split is not known before the run: the offline counts, with room for 2 more
+        count = max(max(sentence_count(t), len(split_sentences(t))) for t in texts) + 2
+        schemas.append(sentence_checks_schema(count, step))
+        schemas.append(pointed_review_schema(n, count, True))
     else:
         texts = [t for t in summaries if t] or [""]
         schemas.append(checked_claims_schema(max(max_claims(t) for t in texts), step))
@@ -160,7 +170,8 @@ def _fit_timeout(
     """Raise (or, when given, advise) the per-call limit for the longest reply at the speed."""
     assert fit.probe is not None and fit.probe.tokens_per_s and fit.timeout is not None
     speed = fit.probe.tokens_per_s
-    longest = longest_reply(judge_path, n, summaries, step=claims_step(judge))
+    step = sentence_step(judge) if judge_path == "sentences" else claims_step(judge)
+    longest = longest_reply(judge_path, n, summaries, step=step)
     fit.longest_reply = longest
     # calls in parallel share the server: assume no gain from batching them
     concurrency = fit.concurrency or 1

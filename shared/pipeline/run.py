@@ -1,17 +1,18 @@
 """The scoring pipeline: one async path from (source, summary) to a SummaryEvaluation.
 
-Call graph for one summary on the default two-call path (``judge_path="two-call"``; docs/DESIGN.md,
-"How the judge is asked")::
+Call graph for one summary on the default sentences path (``judge_path="sentences"``;
+docs/DESIGN.md, "How the judge is asked"; :mod:`shared.pipeline.sentences`)::
 
     call 1 (per source, shared)   questions with importance and the source's answers
-    then, side by side            claims extracted and checked against the full source
-                                  |  questions answered from the summary and graded, with the
-                                     style review (this call never sees the source)
+    side by side with it          the summary's numbered sentences checked against the full
+                                  source (the first check of a source alone, the others after it)
+    after call 1                  the questions graded by pointing at the summary's sentences,
+                                  with the style review (this call never sees the source)
 
-Every call that carries the source begins with the same bytes (:func:`shared.prompts.source_prefix`)
-and a cache hint (:mod:`shared.core.cache_hints`); the summary's calls wait until the source's
-call has
-finished, so a provider's prefix cache is warm when they arrive. The dependent chain is 2 calls.
+The two-call path (``judge_path="two-call"``) has the same shape with atomic claims extracted
+and checked, and the questions answered in writing. Every call that carries the source begins
+with the same bytes (:func:`shared.prompts.source_prefix`) and a cache hint
+(:mod:`shared.core.cache_hints`). The dependent chain is 2 calls.
 
 The step-by-step path (``judge_path="steps"``) makes three sequential judge rounds::
 
@@ -71,7 +72,11 @@ from ..evaluation.options import (
     check_summary,
     normalise_source,
 )
-from ..evaluation.result import ClaimEvidence, QuestionEvidence, SummaryEvaluation
+from ..evaluation.result import (
+    QuestionEvidence,
+    SummaryEvaluation,
+    count_error_types,
+)
 from ..judge.check import context_budget_for
 from ..judge.server import ServerProbe
 from ..judge.wrappers import CachedJudge, Judge, base_judge, negotiate_judge, usage_fields
@@ -86,6 +91,7 @@ from .compose import (
 )
 from .fit import apply_fit
 from .sampling import SharedRowAnalysis, combine_samples, sample_judges
+from .sentences import sentence_calls
 from .steps import (
     Route,
     answer_and_grade,
@@ -94,7 +100,7 @@ from .steps import (
     reference_questions,
     review_style,
 )
-from .two_call import check_claims_at_once, review_summary, source_questions
+from .two_call import source_questions, two_call_calls
 
 
 async def _dimensions(
@@ -224,7 +230,7 @@ async def _evaluate_row(
         return unscored(NO_JUDGE, sig, **dimension_fields(dims))
 
     route = Route()  # the source-level calls' route; each scoring adds its own for claims
-    per_source = source_questions if options.judge_path == "two-call" else reference_questions
+    per_source = reference_questions if options.judge_path == "steps" else source_questions
     questions = asyncio.ensure_future(
         per_source(source, options, judge, route, language=said, source_language=source_said)
     )
@@ -266,31 +272,21 @@ async def _judged(
     settings = options.dimension_settings
     route = Route()
 
-    if options.judge_path == "two-call":
-        review_task = asyncio.ensure_future(
-            _summary_review(summary, judge, settings, batch, index, questions_task, language)
+    if options.judge_path in ("sentences", "two-call"):
+        calls = sentence_calls if options.judge_path == "sentences" else two_call_calls
+        results = await calls(
+            source,
+            summary,
+            judge,
+            options,
+            route,
+            questions_task,
+            lambda: batch.text(index),
+            lambda style: _dimensions(
+                source, summary, judge, settings, batch, index, said, style=style
+            ),
+            {"language": said, "source_language": source_said},
         )
-        try:
-            results = await asyncio.gather(
-                _first(review_task),
-                _claims_after_source(
-                    source, summary, judge, options, route, questions_task, language
-                ),
-                _dimensions(
-                    source,
-                    summary,
-                    judge,
-                    settings,
-                    batch,
-                    index,
-                    said,
-                    style=lambda: _second(review_task),
-                ),
-                return_exceptions=True,
-            )
-        finally:
-            if not review_task.done():
-                review_task.cancel()
     else:
 
         async def coverage_side() -> list[QuestionEvidence]:
@@ -343,56 +339,9 @@ async def _judged(
         reason_detail=detail,
         questions=questions,
         claims=claims,
+        error_types=count_error_types(claims) if options.judge_path == "sentences" else None,
         signature=sig,
         **extra,
-    )
-
-
-async def _summary_review(
-    summary: str,
-    judge: CachedJudge,
-    settings: DimensionSettings,
-    batch: BatchAnalysis | SharedAnalyser | SharedRowAnalysis,
-    index: int,
-    questions_task: asyncio.Future[list[QuestionEvidence]],
-    language: LanguageEvidence,
-) -> tuple[list[QuestionEvidence], StyleReview | None]:
-    """The two-call path's summary-only call: it waits for the source's questions and, when a
-    judged dimension is asked for, spaCy's sentence split (both made once and shared)."""
-    said, source_said = judge_languages(language)
-    questions = await asyncio.shield(questions_task)
-    sentences: tuple[str, ...] = ()
-    if settings.needs_judge:
-        text = await batch.text(index)
-        sentences = tuple(text.sentences) if text is not None and not text.error else ()
-    return await review_summary(
-        summary, questions, sentences, judge, language=said, source_language=source_said
-    )
-
-
-async def _first(task: asyncio.Future[tuple[Any, Any]]) -> Any:
-    return (await asyncio.shield(task))[0]
-
-
-async def _second(task: asyncio.Future[tuple[Any, Any]]) -> Any:
-    return (await asyncio.shield(task))[1]
-
-
-async def _claims_after_source(
-    source: str,
-    summary: str,
-    judge: CachedJudge,
-    options: ScoreOptions,
-    route: Route,
-    questions_task: asyncio.Future[list[QuestionEvidence]],
-    language: LanguageEvidence,
-) -> list[ClaimEvidence]:
-    """The claim check, sent once the source's own call has finished (whatever its outcome), so
-    the provider has the source's prefix cached when the summaries' checks arrive."""
-    said, source_said = judge_languages(language)
-    await asyncio.wait([questions_task])
-    return await check_claims_at_once(
-        source, summary, judge, options, route, language=said, source_language=source_said
     )
 
 

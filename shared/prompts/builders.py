@@ -13,9 +13,7 @@ from .language import language_block
 from .templates import (
     _DATA_RULE,
     _TASK_RE,
-    COMPACT_PROMPTS,
-    LONG_PROMPTS,
-    PROMPTS,
+    ALL_PROMPTS,
     SOURCE_PREAMBLE,
     TASK_LINE,
 )
@@ -120,7 +118,7 @@ def render(
     """The prompt of ``task``; with a language that needs one (:func:`languages`), its language
     block follows the reply format, last, where a small model reads it just before answering.
     Without, the text is exactly the English template's (its pinned hash holds)."""
-    template, _ = (PROMPTS | LONG_PROMPTS | COMPACT_PROMPTS)[task]
+    template, _ = ALL_PROMPTS[task]
     text = template.format(task_line=TASK_LINE.format(task=task), data_rule=_DATA_RULE, **fields)
     extra = language_block(task, language, source_language)
     return f"{text}\n{extra}\n" if extra else text
@@ -403,4 +401,52 @@ def review_summary_prompt(
     if sentences:
         fields["sentences_block"] = numbered_block("SENTENCES", sentences)
     task = "review_summary" if sentences else "answer_and_grade"
+    return render(task, language=language, source_language=source_language, **fields)
+
+
+# ---------------------------------------------------------------------------------------------
+# Builders of the sentences path
+# ---------------------------------------------------------------------------------------------
+
+
+def check_sentences_prompt(
+    source: str,
+    sentences: Sequence[str],
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
+    """The sentence check: the summary's ``sentences`` (split offline), numbered, each judged
+    against the full source; begins with :func:`source_prefix`."""
+    task = render(
+        "check_sentences",
+        sentences_block=numbered_block("SENTENCES", sentences),
+        language=language,
+        source_language=source_language,
+    )
+    return source_prefix(source) + task
+
+
+def pointed_review_prompt(
+    sentences: Sequence[str],
+    items: Sequence[tuple[str, str]],
+    style: bool,
+    *,
+    language: str | None = None,
+    source_language: str | None = None,
+) -> str:
+    """The pointed review: ``items`` (question, reference answer) graded by pointing at the
+    numbered ``sentences`` of the summary, and with ``style`` the style review of the same
+    sentences. Never the source."""
+    fields: dict[str, str] = {"sentences_block": numbered_block("SENTENCES", sentences)}
+    if items:
+        lines = [
+            json.dumps(
+                {"question": " ".join(q.split()), "reference": " ".join(r.split())},
+                ensure_ascii=False,
+            )
+            for q, r in items
+        ]
+        fields["items_block"] = numbered_block("ITEMS", lines)
+    task = ("pointed_review" if style else "point_and_grade") if items else "pointed_style"
     return render(task, language=language, source_language=source_language, **fields)

@@ -21,14 +21,18 @@ from .language import (
     _LANGUAGE_TASKS,
     _LANGUAGE_WRITE,
     _LANGUAGE_WRITE_ACROSS,
+    _SENTENCE_LANGUAGE_TASKS,
     languages,
 )
+from .pointing import per_call_rules as pointing_rules
+from .pointing import split_rules
 from .schemas import per_call_rules
 from .templates import (
     _DATA_RULE,
     COMPACT_PROMPTS,
     LONG_PROMPTS,
     PROMPTS,
+    SENTENCE_PROMPTS,
     SOURCE_PREAMBLE,
 )
 
@@ -98,6 +102,20 @@ def compact_prompts_hash() -> str:
     ]
     tasks = [f"{task}={tuple(spec)!r}" for task, spec in sorted(_COMPACT_LANGUAGE_TASKS.items())]
     return _digest(SOURCE_PREAMBLE, prompts_hash(), *parts, *tasks)[:8]
+
+
+@functools.cache
+def sentence_prompts_hash() -> str:
+    """Hash of the sentences path (8 hex digits): its templates and schemas (with the rules of
+    their per-call classes), their language instructions, the offline sentence split, and the
+    two-call path's per-source call and step prompts it shares (:func:`compact_prompts_hash`).
+    In a sentences-path signature in place of :func:`prompts_hash`."""
+    parts = [
+        f"{task}={_digest(_DATA_RULE, template, schema_fingerprint(schema), pointing_rules(schema))[:12]}"
+        for task, (template, schema) in sorted(SENTENCE_PROMPTS.items())
+    ]
+    tasks = [f"{task}={tuple(spec)!r}" for task, spec in sorted(_SENTENCE_LANGUAGE_TASKS.items())]
+    return _digest(compact_prompts_hash(), split_rules(), *parts, *tasks)[:8]
 
 
 @functools.cache

@@ -135,6 +135,16 @@ _COMPACT_LANGUAGE_TASKS: dict[str, _LanguageTask] = {
 }
 """The two-call tasks' language blocks, apart from _LANGUAGE_TASKS so that the step-by-step
 path's language hash (and signatures) stay as they were; hashed in compact_prompts_hash."""
+_SENTENCE_LANGUAGE_TASKS: dict[str, _LanguageTask] = {
+    "check_sentences": _LanguageTask(
+        "the reasons", '"supported" and the category names', True, True
+    ),
+    "pointed_review": _LanguageTask("the reasons and the repeated points", "", True),
+    "point_and_grade": _LanguageTask("the reasons", "", True),
+    "pointed_style": _LanguageTask("the reasons and the repeated points"),
+}
+"""The sentences path's language blocks (hashed in sentence_prompts_hash); its spans and quotes
+are copied from the texts, so only reasons and points are written."""
 _ASKED_LANGUAGE = re.compile(r"^- Write .+? in (.+?), the summary's language", re.MULTILINE)
 
 
@@ -160,7 +170,7 @@ def language_block(task: str, language: str | None, source_language: str | None 
     if pair is None:
         return ""
     summary, source = (_language_name(code) for code in pair)
-    spec = _LANGUAGE_TASKS[task] if task in _LANGUAGE_TASKS else _COMPACT_LANGUAGE_TASKS[task]
+    spec = (_LANGUAGE_TASKS | _COMPACT_LANGUAGE_TASKS | _SENTENCE_LANGUAGE_TASKS)[task]
     across = pair[0] != pair[1]
     lines = [
         _LANGUAGE_PAIR if across else _LANGUAGE_SAME,

@@ -485,6 +485,8 @@ CHARS_PER_TOKEN = 3
 def _max_chars(node: dict[str, Any]) -> int:
     """The longest JSON text valid under ``node`` (an inlined schema), in characters, with
     every string at its ``maxLength`` (unescaped) and numbers at 6 characters."""
+    if "anyOf" in node:  # one of several shapes: the longest
+        return max(_max_chars(sub) for sub in node["anyOf"])
     if "const" in node:
         return len(str(node["const"])) + 2
     if "enum" in node:

@@ -36,6 +36,17 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from .pointing import (
+    CHECK_SENTENCES_REPLY,
+    CHECK_SENTENCES_TASK,
+    POINTED_ANSWERS_REPLY,
+    POINTED_COVERAGE_TASK,
+    POINTED_STYLE_REPLY,
+    POINTED_STYLE_TASK,
+    PointedReview,
+    SentenceChecks,
+)
+
 # The classes live in shared/prompts/schemas.py (bounded, per-call variants); they are re-exported here
 # so that ``prompts.GeneratedQuestions`` etc. stay where callers and tests look for them.
 from .schemas import (
@@ -396,6 +407,62 @@ COMPACT_PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
     "answer_and_grade": (ANSWER_AND_GRADE, SummaryReview),
 }
 
+# ---------------------------------------------------------------------------------------------
+# The sentences path (the default; docs/DESIGN.md, "How the judge is asked")
+# ---------------------------------------------------------------------------------------------
+# The per-source call is the two-call path's (SOURCE_QUESTIONS / SOURCE_REFERENCE_ANSWERS, same
+# bytes, same cache entries). Per summary: the sentence check after the source's prefix, and the
+# pointed review, which never sees the source. Hashed apart (sentence_prompts_hash): a result of
+# this path names that hash and ``|path:sentences``.
+
+CHECK_SENTENCES = _after_source(
+    "You check a summary of the source above, sentence by sentence.",
+    CHECK_SENTENCES_TASK,
+    ["sentences_block"],
+    CHECK_SENTENCES_REPLY,
+)
+
+
+def _pointed(role: str, task: str, blocks: Sequence[str], parts: Sequence[str], what: str) -> str:
+    reply = f"Reply with JSON, {what}, in order:\n{{{{" + ", ".join(parts) + "}}\n"
+    return _template(role, task, blocks, reply)
+
+
+_POINTED_ROLE = "You read a summary on its own, given as numbered sentences"
+POINTED_REVIEW = _pointed(
+    _POINTED_ROLE + ": what it conveys and how it is written.",
+    "Do two things.\n\n1. Coverage. " + POINTED_COVERAGE_TASK + "\n\n2. " + POINTED_STYLE_TASK,
+    ["sentences_block", "items_block"],
+    [POINTED_ANSWERS_REPLY, POINTED_STYLE_REPLY],
+    "one entry per item and one per sentence",
+)
+POINT_AND_GRADE = _pointed(
+    _POINTED_ROLE + ": what it conveys.",
+    POINTED_COVERAGE_TASK,
+    ["sentences_block", "items_block"],
+    [POINTED_ANSWERS_REPLY],
+    "one entry per item",
+)
+POINTED_STYLE = _pointed(
+    _POINTED_ROLE + ": how it is written.",
+    POINTED_STYLE_TASK,
+    ["sentences_block"],
+    [POINTED_STYLE_REPLY],
+    "one entry per sentence",
+)
+
+SENTENCE_PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
+    "check_sentences": (CHECK_SENTENCES, SentenceChecks),
+    "pointed_review": (POINTED_REVIEW, PointedReview),
+    "point_and_grade": (POINT_AND_GRADE, PointedReview),
+    "pointed_style": (POINTED_STYLE, PointedReview),
+}
+
+ALL_PROMPTS: dict[str, tuple[str, type[BaseModel]]] = (
+    PROMPTS | LONG_PROMPTS | COMPACT_PROMPTS | SENTENCE_PROMPTS
+)
+"""Every task's template and generic schema (what :func:`shared.prompts.render` looks up)."""
+
 SCHEMA_FOR_TASK: dict[str, type[BaseModel]] = {
-    task: schema for task, (_, schema) in (PROMPTS | LONG_PROMPTS | COMPACT_PROMPTS).items()
+    task: schema for task, (_, schema) in ALL_PROMPTS.items()
 }

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -31,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from .. import prompts as p
 from ..judge.wrappers import JudgeOutputError
+from ..prompts import pointing as pt
 from ..prompts import schemas as sch
 
 T = TypeVar("T", bound=BaseModel)
@@ -39,47 +39,14 @@ Scripted = BaseModel | dict | str | Exception | Callable[[str], Any]
 """A scripted answer: a model instance, a dict, raw text (parsed as JSON, so malformed text
 simulates a bad reply), an exception to raise, or a callable of the prompt returning one."""
 
-_STOP = frozenset(
-    "a an the and or but of to in on at for with by from as is are was were be been being it its "
-    "this that these those he she they them his her their we you i not no do does did has have had "
-    "will would can could should may might than then there here which who whom what when where why "
-    "how about into over after before also just so such very more most some any all each other "
-    "says said say source summary question".split()
+from .words import (  # noqa: E402 (re-exported: the fake's words)
+    _STOP,
+    _WORD,
+    _overlap,
+    content_words,
+    language_marker,
+    sentences,
 )
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'A-Z0-9])")
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
-
-
-_MARKER = re.compile(r"⟦[^⟦⟧]*⟧ ")
-
-
-def language_marker(prompt: str) -> str:
-    """``"⟦French⟧ "`` when ``prompt`` asks the judge to write in French; "" for a prompt with no
-    language block (English as today)."""
-    name = p.asked_language(prompt)
-    return f"⟦{name}⟧ " if name else ""
-
-
-def content_words(text: str) -> list[str]:
-    """Lower-cased, crudely stemmed words without stop words (the fake's notion of meaning);
-    language markers are not words."""
-    text = _MARKER.sub("", text)
-    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP]
-
-
-def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
-
-
-def _overlap(a: Sequence[str], b: set[str]) -> float:
-    return sum(w in b for w in a) / len(a) if a else 0.0
 
 
 def _best_sentence(query: Sequence[str], candidates: Sequence[str]) -> tuple[str, int]:
@@ -164,6 +131,8 @@ class FakeJudge:
             queue = self._script.get(schema.__name__)
             scripted = queue.popleft() if queue else None
         if scripted is None:
+            if self.vary_by_seed and seed is not None and schema.__name__ == "PointedReview":
+                return schema.model_validate(_lowered_pointed(prompt, seed))
             answer = default_answer(prompt, schema)
             if self.vary_by_seed and seed is not None:
                 graded = getattr(answer, "grades", None) or getattr(answer, "answers", None)
@@ -434,6 +403,101 @@ def _review_summary(prompt: str) -> dict:
     return out
 
 
+def _span(sentence: str, source_words: set[str], numbers: set[str]) -> str:
+    """The shortest wrong part the sentence check asks for: the figure the source lacks, else
+    the words from the first one the source lacks, at most
+    :data:`~shared.prompts.pointing.SPAN_WORDS` of them."""
+    words = sentence.split()
+    for word in words:
+        figure = re.sub(r"[^\d.]", "", word).strip(".")
+        if figure and figure in numbers:
+            return _clip(word.strip(".,;:"), pt.SPAN_CHARS)
+    start = next(
+        (i for i, w in enumerate(words) if any(c not in source_words for c in content_words(w))),
+        0,
+    )
+    return _clip(" ".join(words[start : start + pt.SPAN_WORDS]), pt.SPAN_CHARS)
+
+
+def _check_sentences(prompt: str) -> dict:
+    """The sentence check: each numbered sentence judged as :func:`_verdicts` judges a claim;
+    a supported one gets nothing else, a contradicted one (a figure the source lacks) is an
+    ``entity`` error and an unsupported one ``out-of-context``, with the span, the short quote
+    and a reason."""
+    numbered = p.read_numbered_block(prompt, "SENTENCES")
+    source = _source_text(prompt)
+    source_words = set(content_words(source))
+    source_numbers = set(re.findall(r"\d+(?:\.\d+)?", source))
+    out = []
+    for entry, sentence in zip(
+        _verdicts(source, numbered, language_marker(prompt), short=True), numbered, strict=True
+    ):
+        if entry["verdict"] == "supported":
+            out.append({"index": entry["index"], "verdict": "supported"})
+            continue
+        wrong = set(re.findall(r"\d+(?:\.\d+)?", sentence)) - source_numbers
+        kind = "entity" if entry["verdict"] == "contradicted" else "out-of-context"
+        out.append(
+            {
+                "index": entry["index"],
+                "verdict": kind,
+                "span": _span(sentence, source_words, wrong),
+                "quote": entry["quote"],
+                "reason": entry["reason"],
+            }
+        )
+    return {"sentences": out}
+
+
+def _pointed_review(prompt: str) -> dict:
+    """The pointed review: each item's best-matching numbered sentence (0 when none shares a
+    word with the question), graded as :func:`_review_summary` grades an answer, a reason only
+    for grades 1-4; the style review as :func:`_review_style` with reasons only for vague
+    sentences."""
+    numbered = p.read_numbered_block(prompt, "SENTENCES")
+    mark = language_marker(prompt)
+    answers = []
+    for i, line in enumerate(p.read_numbered_block(prompt, "ITEMS"), start=1):
+        item = p.read_grade_item(line)
+        best, hits = _best_sentence(content_words(item.get("question", "")), numbered)
+        pointer = numbered.index(best) + 1 if hits else 0
+        share = _overlap(content_words(item.get("reference", "")), set(content_words(best)))
+        grade = round(5 * share) if hits else 0
+        answer: dict[str, Any] = {"index": i, "grade": grade, "sentence": pointer}
+        if 1 <= grade <= 4:
+            answer["reason"] = _clip(f"{mark}{share:.0%} of the reference", sch.REASON_CHARS)
+        answers.append(answer)
+    out: dict[str, Any] = {}
+    if p.read_block(prompt, "ITEMS") is not None:
+        out["answers"] = answers
+    if "sentences" in _task_schema_fields(prompt):
+        style = _review_style(prompt)
+        for verdict in style["sentences"]:
+            if not verdict["vague"]:
+                del verdict["reason"]
+        out.update(style)
+    return out
+
+
+def _lowered_pointed(prompt: str, seed: int) -> dict:
+    """:func:`_pointed_review` with each grade lowered by ``(seed + item) % 3`` (at least 0),
+    a reason only where the lowered grade is 1-4, as the schema demands."""
+    data = _pointed_review(prompt)
+    for item, answer in enumerate(data.get("answers", ())):
+        answer["grade"] = max(0, answer["grade"] - (seed + item) % 3)
+        if 1 <= answer["grade"] <= 4:
+            answer.setdefault("reason", language_marker(prompt) + "sampled grade")
+        else:
+            answer.pop("reason", None)
+    return data
+
+
+def _task_schema_fields(prompt: str) -> set[str]:
+    """The parts the pointed review's task asks for (its task line names it)."""
+    task = p.task_of(prompt)
+    return {"sentences"} if task in ("pointed_review", "pointed_style") else set()
+
+
 _VAGUE_OPENERS = re.compile(
     r"^(the|this) (article|author|text|story|piece|report|writer|passage)\b"
     r"|\b(discuss(es|ed)?|describes?|talks about|is about|touches on|covers)\b",
@@ -476,72 +540,7 @@ def _review_style(prompt: str) -> dict:
     return {"sentences": verdicts, "repeated_points": points}
 
 
-# ---------------------------------------------------------------------------------------------
-# Ragas' SummaryScore prompts (keyphrases, closed questions, 0/1 answers), from the same texts
-# ---------------------------------------------------------------------------------------------
-
-_PROPER = re.compile(r"[A-Z][\w'\u2019-]*(?:\s+[A-Z][\w'\u2019-]*)*|\d[\d,.]*%?")
-_MENTION = re.compile(r"^Does the text mention (.+)\?$")
-KEYPHRASES = 10
-"""Most keyphrases the fake extracts from a text (and so closed questions per summary)."""
-
-
-def _ragas_input(prompt: str) -> dict[str, Any]:
-    """The input object of a Ragas prompt: the JSON after its last ``input:`` line (the
-    prompt's examples come before it)."""
-    start = prompt.rfind("\ninput: ")
-    if start < 0:
-        return {}
-    try:
-        value, _ = json.JSONDecoder().raw_decode(prompt[start + len("\ninput: ") :])
-    except json.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _keyphrases(text: str) -> list[str]:
-    """Names and figures of ``text`` (runs of capitalised words, numbers), leading stop words
-    dropped, each once; the most frequent content words when it has none (lower-cased text)."""
-    found: dict[str, str] = {}
-    for match in _PROPER.finditer(text):
-        words = match.group().split()
-        while words and words[0].lower() in _STOP:
-            words.pop(0)
-        phrase = " ".join(words).strip(".,")
-        if phrase and content_words(phrase):
-            found.setdefault(phrase.lower(), phrase)
-    phrases = list(found.values())
-    if not phrases:
-        counts = collections.Counter(content_words(text))
-        phrases = [word for word, _ in counts.most_common(KEYPHRASES)]
-    return phrases[:KEYPHRASES]
-
-
-def _ragas_keyphrases(prompt: str) -> dict:
-    return {"keyphrases": _keyphrases(str(_ragas_input(prompt).get("text") or ""))}
-
-
-def _ragas_questions(prompt: str) -> dict:
-    """One closed question per keyphrase (the text's sentences when none was given)."""
-    given = _ragas_input(prompt)
-    phrases = [str(k) for k in given.get("keyphrases") or [] if str(k).strip()]
-    if not phrases:
-        phrases = _keyphrases(str(given.get("text") or ""))
-    return {"questions": [f"Does the text mention {phrase}?" for phrase in phrases]}
-
-
-def _ragas_answers(prompt: str) -> dict:
-    """``"1"`` for a question whose subject's words are at least half in the summary, else
-    ``"0"``: summaries that keep more of the source's names and figures score higher."""
-    given = _ragas_input(prompt)
-    summary = set(content_words(str(given.get("summary") or "")))
-    answers = []
-    for question in given.get("questions") or []:
-        match = _MENTION.match(str(question).strip())
-        words = content_words(match.group(1) if match else str(question))
-        answers.append("1" if words and _overlap(words, summary) >= 0.5 else "0")
-    return {"answers": answers}
-
+from .fake_ragas import _ragas_answers, _ragas_keyphrases, _ragas_questions  # noqa: E402
 
 _DEFAULTS: dict[str, Callable[[str], dict]] = {
     "GeneratedQuestions": _generate_questions,
@@ -553,6 +552,8 @@ _DEFAULTS: dict[str, Callable[[str], dict]] = {
     "SummaryAnswers": _answer_from_summary,
     "AnswerGrades": _grade_answers,
     "StyleReview": _review_style,
+    "SentenceChecks": _check_sentences,
+    "PointedReview": _pointed_review,
     # Ragas' SummaryScore (ragas.metrics.collections, and the legacy SummarizationScore): an
     # empty answer list, the smallest valid instance, makes it divide by zero on every row
     "ExtractedKeyphrases": _ragas_keyphrases,
