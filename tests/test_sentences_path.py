@@ -219,3 +219,44 @@ def test_the_fit_sizes_the_sentences_path_by_its_own_replies() -> None:
     assert longest_reply("sentences", 10, [long], step=1) < longest_reply(
         "two-call", 10, [long], step=1
     )
+
+
+def test_resume_never_mixes_rows_scored_under_another_path(tmp_path: Any) -> None:
+    from pathlib import Path
+
+    from tests.test_cli import judge_args, run_cli
+
+    rows = [
+        {"id": f"r{i}", "source": SOURCE, "summary": SUMMARY + f" Variant {i}."} for i in range(2)
+    ]
+    data = Path(tmp_path) / "in.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = Path(tmp_path) / "out.jsonl"
+    with stub_server() as url:
+        code, text = run_cli(
+            "score",
+            data,
+            "-o",
+            out,
+            "--no-report",
+            "--judge-path",
+            "two-call",
+            *judge_args(url, None),
+        )
+        assert code == 0, text
+        first = [json.loads(line) for line in out.read_text().splitlines()]
+        assert all("|path:two-call|" in r["signature"] for r in first)
+        before = url.count
+        code, text = run_cli("score", data, "-o", out, "--no-report", *judge_args(url, None))
+        # refused, naming the path: a row of one path is never resumed into another's file
+        assert code != 0 and "judge_path: 'two-call' then, 'sentences' now" in text
+        assert url.count == before
+        code, text = run_cli(
+            "score", data, "-o", out, "--no-report", "--force", *judge_args(url, None)
+        )
+        assert code == 0, text
+        again = [json.loads(line) for line in out.read_text().splitlines()]
+        assert url.count > before
+    assert [r["id"] for r in again] == ["r0", "r1"]
+    assert all("|path:sentences|" in r["signature"] for r in again)
+    assert all(r["evidence"]["error_types"] is not None for r in again)
