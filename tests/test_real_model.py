@@ -310,15 +310,17 @@ def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:
         return json.loads(response.read())
 
 
-def test_the_two_call_path_finds_the_source_prefix_cached_on_the_second_summary(
-    llama_server: str,
+@pytest.mark.parametrize("path", ["sentences", "two-call"])
+def test_each_path_finds_the_source_prefix_cached_on_the_second_summary(
+    llama_server: str, path: str
 ) -> None:
-    """Two summaries of one example source, one after the other, on the default two-call path:
-    the second summary's claim check begins with the bytes its source's earlier calls began
-    with, so llama-server serves that prefix from its cache (``cached_tokens`` > 0).
+    """Two summaries of one example source, one after the other, on the sentences path (the
+    default) and on the two-call path: the second summary's check begins with the bytes its
+    source's earlier calls began with, so llama-server serves that prefix from its cache
+    (``cached_tokens`` > 0).
 
     The server's own count is read twice: from the judge's usage when the judge counts cached
-    tokens (``usage["cached_tokens"]``), and from the claim check of a third summary, never sent
+    tokens (``usage["cached_tokens"]``), and from the check of a third summary, never sent
     before, with the judge's system message: only the source's prefix can be cached for it (the
     reply's ``prompt_tokens_details.cached_tokens``)."""
     from shared import prompts as p
@@ -328,18 +330,22 @@ def test_the_two_call_path_finds_the_source_prefix_cached_on_the_second_summary(
     assert len(rows) == 3 and len({r["source"] for r in rows}) == 1
     source = rows[0]["source"]
     judge = _judge(llama_server)
-    options: dict[str, Any] = {"dimensions": [], "n": 2}  # plumbing, kept short for a CPU
+    options: dict[str, Any] = {"dimensions": [], "n": 2, "judge_path": path}  # kept short
     first = score_summaries([(source, rows[0]["summary"])], judge=judge, **options)
     counted_before = judge.usage.get("cached_tokens")
     second = score_summaries([(source, rows[1]["summary"])], judge=judge, **options)
     _assert_plumbing([*first, *second], 2)
-    assert "|path:two-call|" in (second[0].signature or "")
+    assert f"|path:{path}|" in (second[0].signature or "")
     counted_after = judge.usage.get("cached_tokens")
     print(f"\nusage after two summaries: {judge.usage}")
     if counted_before is not None and counted_after is not None:
         assert counted_after > counted_before  # the second summary's calls found a warm prefix
     # a third summary's check, as the judge sends it: the server says how much it had cached
-    prompt = p.check_claims_prompt(source, rows[2]["summary"])
+    prompt = (
+        p.check_sentences_prompt(source, p.split_sentences(rows[2]["summary"]))
+        if path == "sentences"
+        else p.check_claims_prompt(source, rows[2]["summary"])
+    )
     reply = _post(
         llama_server,
         {
