@@ -242,6 +242,7 @@ class _SummaryMetricBase(BaseMetric):
         self.score_breakdown.update(
             {name: sd for name, sd in evaluation.spread_columns().items() if sd is not None}
         )
+        self.score_breakdown.update(error_type_breakdown(evaluation))
         self.reason = self._reason(evaluation) if self.include_reason else None
         self.error = None
         self.evaluation_cost = usage.cost
@@ -259,25 +260,56 @@ class _SummaryMetricBase(BaseMetric):
         return evaluation.reason
 
 
+ERROR_TYPE_PREFIX = "error_types."
+"""The sentences path's counts in ``score_breakdown``: ``error_types.<category>``."""
+
+
+def error_type_breakdown(evaluation: SummaryEvaluation) -> dict[str, int]:
+    """``score_breakdown``'s error-type entries: on the sentences path one flat key per FineSurE
+    category, ``error_types.entity`` and so on (all seven, 0 included: the same keys for every
+    case, the names ``pandas.json_normalize`` gives the results file's ``evidence.error_types``),
+    each the number of the summary's unsupported sentences of that category, so every value of
+    the breakdown stays a number. Nothing on the claims paths (no categories there)."""
+    counts = evaluation.error_types or {}
+    return {f"{ERROR_TYPE_PREFIX}{name}": n for name, n in counts.items()}
+
+
+def _claim_line(i: int, c: Any) -> str:
+    """One claim (one sentence on the sentences path) of the verbose logs, with its verdict,
+    error type and wrong span where it has them, reason and quote."""
+    kind = f", {c.error_type}" if c.error_type else ""
+    span = f', wrong span "{c.span}"' if c.span else ""
+    return (
+        f"{i}. {c.claim}\n   verdict: {c.verdict}{kind}{span}"
+        + (f" ({c.reason})" if c.reason else "")
+        + (f'\n   quote: "{c.quote}"' if c.quote else "")
+    )
+
+
+def _pointer(sentence: int | None) -> str:
+    """The sentences path's pointed-at summary sentence, as the verbose logs name it."""
+    if sentence is None:
+        return ""
+    return f" (sentence {sentence})" if sentence else " (no sentence)"
+
+
 def _evidence_steps(evaluation: SummaryEvaluation) -> list[str]:
     """Verbose-log sections: questions with grades, claims with verdicts, the signature."""
     questions = [
         f"{i}. [importance {q.importance}] {q.question}\n"
         f"   reference: {q.reference_answer}\n"
         + (
-            f"   summary: {q.summary_answer} -> grade {q.grade}/5"
+            f"   summary{_pointer(q.sentence)}: {q.summary_answer} -> grade {q.grade}/5"
             + (f" ({q.grade_reason})" if q.grade_reason else "")
             if q.counted
             else "   not counted: the source does not answer it"
         )
         for i, q in enumerate(evaluation.questions, start=1)
     ]
-    claims = [
-        f"{i}. {c.claim}\n   verdict: {c.verdict}"
-        + (f" ({c.reason})" if c.reason else "")
-        + (f'\n   quote: "{c.quote}"' if c.quote else "")
-        for i, c in enumerate(evaluation.claims, start=1)
-    ]
+    claims = [_claim_line(i, c) for i, c in enumerate(evaluation.claims, start=1)]
+    if claims and evaluation.error_types is not None:  # the sentences path
+        flagged = ", ".join(f"{k} {n}" for k, n in evaluation.error_types.items() if n)
+        claims.append(f"Error types: {flagged or 'none (every sentence supported)'}")
     sub_scores = ", ".join(
         f"{name}={value:.3f}"
         for name, value in evaluation.sub_scores().items()
@@ -296,7 +328,8 @@ class SummaryQualityMetric(_SummaryMetricBase):
 
     ``score`` is F-beta of alignment (claims checked against the full source) and weighted
     coverage (open-ended questions graded 0-5); ``combine="min"`` gives DeepEval's rule.
-    ``score_breakdown`` holds every computed sub-score.
+    ``score_breakdown`` holds every computed sub-score and, on the sentences path, the
+    unsupported sentences per error category (``error_types.entity``: :func:`error_type_breakdown`).
     """
 
 

@@ -31,7 +31,7 @@ from ..runs.results import (
 )
 from .judge_wait import InFlightJudge
 from .report import ReportInfo, stability_section
-from .table import SHORT_NAMES, results_table
+from .table import SHORT_NAMES, error_type_lines, results_table
 from .terminal import _in_flags, literal, plain
 
 EXIT_OK = 0
@@ -266,11 +266,14 @@ def run_report_info(
 
 def _print_table(rows: list[Row], keys: list[str], threshold: float | None = None) -> None:
     """The scores at a glance on stdout: one line per row (the first few), every column that has
-    a value somewhere, the status, and pass/FAIL with ``--threshold``; the results file and the
-    report hold the rest (:mod:`.table` sizes it to the terminal)."""
+    a value somewhere, the status, and pass/FAIL with ``--threshold``; on the sentences path,
+    under it, each shown row's unsupported sentences per error category. The results file and
+    the report hold the rest (:mod:`.table` sizes it to the terminal)."""
     out.print(results_table(rows[:TABLE_ROWS], keys, width=out.width, threshold=threshold))
     if len(rows) > TABLE_ROWS:
         out.print(f"… and {len(rows) - TABLE_ROWS} more rows in the results file.")
+    for line in error_type_lines(rows[:TABLE_ROWS], rows):  # the sentences path's detail
+        out.print(Text(line))
 
 
 def _given(ctx: typer.Context, name: str) -> bool:

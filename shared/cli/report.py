@@ -2,7 +2,8 @@
 
 Sections: run facts and any skipped dimensions, summary statistics per dimension, a histogram per
 dimension plus an overview box plot, the worst summaries with their evidence (unsupported claims,
-missed questions, vague sentences, repeated points, the names and numbers the source does not
+or on the sentences path the unsupported sentences with their error types and wrong spans; missed
+questions, vague sentences, repeated points, the names and numbers the source does not
 state, highlighted in the summary text, each dimension's reason), and the rows that could not be
 scored. Dimensions are whatever keys the results carry, so new ones appear unasked.
 """
@@ -27,6 +28,7 @@ from ..core.redact import redact, redact_command, safe_record, scrub
 from ..core.subscores import HEADLINE
 from ..runs.results import STATUS_BAD_INPUT, STATUS_OK, STATUS_UNSCORED, Row
 from .ranking import rank_basis, rank_value
+from .table import error_types_text, row_error_types, total_error_types
 
 TEMPLATE_NAME = "report.html.j2"
 """The Jinja template of the page (package data, shipped in the wheel)."""
@@ -125,10 +127,14 @@ def _walk(value: Any, path: tuple[str, ...] = ()) -> Iterable[tuple[tuple[str, .
 
 def evidence_view(evidence: Mapping[str, Any]) -> dict[str, Any]:
     """The evidence worth showing for a bad summary, found by field name wherever it lives."""
+    every = [c for c in evidence.get("claims") or [] if isinstance(c, dict)]
+    # the sentences path: one entry per summary sentence, in order (its number is the one the
+    # questions point at), each unsupported one with its error type and wrong span
+    sentences = isinstance(evidence.get("error_types"), Mapping)
     claims = [
-        c
-        for c in evidence.get("claims") or []
-        if isinstance(c, dict) and c.get("verdict") not in ("supported", None)
+        {**c, "number": i} if sentences else c
+        for i, c in enumerate(every, start=1)
+        if c.get("verdict") not in ("supported", None)
     ]
     missed = sorted(
         (
@@ -151,6 +157,7 @@ def evidence_view(evidence: Mapping[str, Any]) -> dict[str, Any]:
         elif _is_dimension_result(value):
             notes.append((path[-1], value["reason"]))
     return {
+        "sentences": sentences,
         "claims": claims,
         "missed": missed,
         "vague": vague,
@@ -366,6 +373,7 @@ def stability_section(
 def _worst_entry(row: Row, keys: Sequence[str], threshold: float | None = None) -> dict[str, Any]:
     view = evidence_view(row.get("evidence") or {})
     return {
+        "error_types": error_types_text(row_error_types(row)),
         "verdict": _verdict(row, threshold),
         "detail": str((row.get("evidence") or {}).get("reason_detail") or ""),
         "row": row,
@@ -411,6 +419,13 @@ def render_report(
         "bad_input": sum(r.get("status") == STATUS_BAD_INPUT for r in rows),
     }
     signatures = signature_rows(ok)
+    flagged = sum(bool(row_error_types(r)) for r in ok)
+    error_types = (
+        f"{error_types_text(total_error_types(ok))} (unsupported sentences, in {flagged} of "
+        f"{len(ok)} scored rows)"
+        if flagged
+        else ""
+    )
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters["num"] = lambda v: "—" if v is None else f"{v:.3f}"
     return env.from_string(report_template()).render(
@@ -424,6 +439,7 @@ def render_report(
         counts=counts,
         keys=list(keys),
         signatures=signatures,
+        error_types=error_types,
         passed=verdicts.count("pass"),
         failed_threshold=verdicts.count("FAIL"),
         languages=by_language(measured, keys),

@@ -9,13 +9,15 @@ offline the mean of the dimensions that track quality: :mod:`.ranking`) reaches 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
 from .. import SUB_SCORES
+from ..prompts.pointing import ERROR_TYPES
 from ..runs.results import STATUS_OK, Row
 from .ranking import rank_basis, rank_value
 from .terminal import plain
@@ -112,3 +114,64 @@ def results_table(
 def _verdict_cell(row: Row, threshold: float) -> str:
     text = pass_text(row, threshold)
     return {PASS: f"[green]{PASS}[/]", FAIL: f"[bold red]{FAIL}[/]"}.get(text, text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Error types (the sentences path): the detail under the table, and the report's
+# ---------------------------------------------------------------------------------------------
+
+
+def row_error_types(row: Row) -> dict[str, int]:
+    """The row's unsupported sentences per error category (``evidence.error_types``, the
+    sentences path), the nonzero ones only, in :data:`~shared.prompts.ERROR_TYPES` order; empty
+    on the claims paths, without a judge or when the evidence holds no such counts. The
+    evidence may be a dict or its JSON text (a Parquet results file); anything else is
+    ignored, so a hand-edited results file cannot break the table or the report."""
+    evidence = row.get("evidence")
+    if isinstance(evidence, str):
+        try:
+            evidence = json.loads(evidence)
+        except ValueError:
+            return {}
+    counts = evidence.get("error_types") if isinstance(evidence, Mapping) else None
+    if not isinstance(counts, Mapping):
+        return {}
+    known = [k for k in ERROR_TYPES if k in counts] + [k for k in counts if k not in ERROR_TYPES]
+    return {
+        str(k): n
+        for k in known
+        if isinstance(n := counts[k], int) and not isinstance(n, bool) and n > 0
+    }
+
+
+def error_types_text(counts: Mapping[str, int]) -> str:
+    """``out-of-context 2, entity 1``: the counts in words (empty when there are none)."""
+    return ", ".join(f"{name} {n}" for name, n in counts.items())
+
+
+def total_error_types(rows: Sequence[Row]) -> dict[str, int]:
+    """The rows' :func:`row_error_types` added up (the nonzero categories, in order)."""
+    total: dict[str, int] = {}
+    for row in rows:
+        for name, n in row_error_types(row).items():
+            total[name] = total.get(name, 0) + n
+    return total
+
+
+def error_type_lines(rows: Sequence[Row], every_row: Sequence[Row] | None = None) -> list[str]:
+    """The table's detail on the sentences path: one line per row of ``rows`` with an
+    unsupported sentence, its id and counts per error category; then, when more than one row of
+    ``every_row`` (default ``rows``) has one, their total. Empty when no row has one. Ids are
+    shown with :func:`~.terminal.plain` (print the lines as plain text, not markup)."""
+    flagged = [(plain(r.get("id", "")), c) for r in rows if (c := row_error_types(r))]
+    if not flagged:
+        return []
+    lines = ["Unsupported sentences by error type (the results file has each one):"]
+    lines += [f"  {row_id}: {error_types_text(counts)}" for row_id, counts in flagged]
+    every = rows if every_row is None else every_row
+    with_errors = sum(bool(row_error_types(r)) for r in every)
+    if with_errors > 1:
+        lines.append(
+            f"  all {with_errors} rows with one: {error_types_text(total_error_types(every))}"
+        )
+    return lines

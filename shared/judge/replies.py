@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .wrappers import JudgeOutputError
+from .wrappers import JudgeOutputError, validation_summary
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -33,7 +33,9 @@ def parse_json_reply(content: str, schema: type[T]) -> T:
     except ValidationError as exc:
         snippet = text if len(text) <= 200 else text[:200] + "…"
         raise JudgeOutputError(
-            f"reply is not valid {schema.__name__} JSON: {exc.errors()[0]['msg']}"
+            # every problem with its place (first five): the first alone misleads on a two-shape
+            # entry ("Input should be 0 or 5" for a pointer past the last sentence)
+            f"reply is not valid {schema.__name__} JSON: {validation_summary(exc)}"
             f" (reply: {snippet!r})",
             content,
         ) from exc
