@@ -11,13 +11,16 @@ the coherence weights and the grounding prior and number weight: 5 folds grouped
 weights picked on 4 folds from a small grid, the Spearman measured on the fifth.
 With ``--base-url`` and ``--model`` (any OpenAI-compatible endpoint) it also scores the judged
 parts: the F-beta ``score``, ``alignment``, ``coverage``, ``specificity`` and the judged
-``non_redundancy``, once per judge path (``--paths``: the default ``two-call`` path and the
-step-by-step ``steps`` path, on the same endpoint), and prints their agreement with the ratings
-side by side, so a change of path can be checked for lost agreement.
+``non_redundancy``, once per judge path, i.e. per reply shape (``--paths``: by default both the
+``sentences`` path, the default, and the ``two-call`` path; ``steps`` may be added, or one path
+given alone), each with a judge of its own on the same endpoint, and prints side by side their
+agreement with the ratings and their cost (calls, prompt / cached / completion tokens, dollars
+at the judge's prices or ``--price-in``/``--price-out``, wall time), so a change of path can be
+checked for lost agreement against what it saves. Replies read from ``--cache`` cost nothing.
 
     .venv/bin/python scripts/validity.py [--data examples/summeval/dev.jsonl] [--cv]
     .venv/bin/python scripts/validity.py --base-url http://host/v1 --model NAME [--limit 160]
-        [--paths two-call,steps]
+        [--paths sentences,two-call] [--price-in 0.15 --price-out 0.6]
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import os
 import random
 import statistics
 import sys
+import time
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
@@ -55,6 +59,7 @@ from shared.dimensions.grounding import (  # noqa: E402
     GroundingEvidence,
     grounding_scores,
 )
+from shared.evaluation.options import JUDGE_PATHS  # noqa: E402
 
 HUMAN = ("coherence", "consistency", "fluency", "relevance")
 DETERMINISTIC = ["density", "non_redundancy", "coherence", "conciseness"]
@@ -264,6 +269,35 @@ def side_by_side(rows: Sequence[dict], by_path: dict[str, Sequence[SummaryEvalua
     return "\n".join(lines)
 
 
+def cost_side_by_side(costs: dict[str, dict]) -> str:
+    """One line per judge path: rows scored, the judge's calls and tokens, dollars, wall time;
+    the last column: each path's dollars against the first path's."""
+    lines = [
+        "| judge path | scored | calls | prompt tok | cached tok | compl tok | $ | wall s "
+        "| compl tok vs first | $ vs first |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    first = next(iter(costs.values()), {})
+    for path, c in costs.items():
+        u = c["usage"]
+        dollars = "unknown" if c["dollars"] is None else f"{c['dollars']:.4f}"
+        compl = _ratio(u.get("completion_tokens", 0), first["usage"].get("completion_tokens", 0))
+        cost = _ratio(c["dollars"], first["dollars"])
+        lines.append(
+            f"| {path} | {c['scored']}/{c['rows']} | {u.get('calls', 0):,} "
+            f"| {u.get('prompt_tokens', 0):,} | {u.get('cached_tokens', 0):,} "
+            f"| {u.get('completion_tokens', 0):,} | {dollars} | {c['wall']:.1f} | {compl} "
+            f"| {cost} |"
+        )
+    return "\n".join(lines)
+
+
+def _ratio(value: float | None, base: float | None) -> str:
+    if value is None or not base:
+        return "n/a"
+    return f"{value / base:.2f}x"
+
+
 def _defined_articles(rows: Sequence[dict], values: Sequence[float | None], human: str) -> set:
     """Articles whose summary-level correlation of ``values`` with ``human`` is defined."""
     return {
@@ -420,22 +454,31 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cache", type=Path, help="SQLite file for judge replies")
     parser.add_argument(
         "--paths",
-        default="two-call,steps",
-        help="judge paths to compare, comma-separated (two-call, steps)",
+        default="sentences,two-call",
+        help="judge paths (reply shapes) to compare, comma-separated, from "
+        f"{', '.join(JUDGE_PATHS)}; default both sentences and two-call",
     )
+    for name, what in (("in", "input"), ("cached", "cached input"), ("out", "output")):
+        parser.add_argument(
+            f"--price-{name}", type=float, help=f"US$ per million {what} tokens (judge runs)"
+        )
     args = parser.parse_args(argv)
     if bool(args.base_url) != bool(args.model):
         parser.error("--base-url and --model go together")
-    paths = [path.strip() for path in args.paths.split(",") if path.strip()]
-    if not paths or any(path not in ("two-call", "steps") for path in paths):
-        parser.error(f"--paths takes two-call and/or steps, got {args.paths!r}")
+    paths = list(dict.fromkeys(path.strip() for path in args.paths.split(",") if path.strip()))
+    if not paths or any(path not in JUDGE_PATHS for path in paths):
+        parser.error(f"--paths takes {', '.join(JUDGE_PATHS)}, got {args.paths!r}")
     rows = load_rows(args.data, args.limit)
     pairs = [(r["article"], r["summary"]) for r in rows]
-    judge = None
-    if args.base_url:
-        judge = OpenAIJudge(args.model, base_url=args.base_url, api_key=args.api_key)
+    prices = {"price_in": args.price_in, "price_cached": args.price_cached}
+    prices["price_out"] = args.price_out
     by_path: dict[str, list[SummaryEvaluation]] = {}
-    for path in paths if judge is not None else paths[:1]:
+    costs: dict[str, dict] = {}
+    for path in paths if args.base_url else paths[:1]:
+        judge = None
+        if args.base_url:  # a judge per path: its usage is that path's cost
+            judge = OpenAIJudge(args.model, base_url=args.base_url, api_key=args.api_key, **prices)
+        started = time.perf_counter()
         by_path[path] = score_summaries(
             pairs,
             judge=judge,
@@ -445,11 +488,20 @@ def main(argv: Sequence[str] | None = None) -> None:
             judge_path=path,
             **({} if judge else {"dimensions": DETERMINISTIC}),
         )
+        if judge is not None:
+            costs[path] = {
+                "usage": dict(judge.usage),
+                "dollars": judge.cost(),
+                "wall": time.perf_counter() - started,
+                "scored": sum(r.scored for r in by_path[path]),
+                "rows": len(pairs),
+            }
+    judged = bool(costs)
     results = next(iter(by_path.values()))  # the deterministic dimensions: the same on any path
     values = deterministic_values(results)
     grounding = grounding_scores(pairs)
     values.update(grounding_values(grounding))
-    if judge is not None:
+    if judged:
         for path, scored in by_path.items():
             values.update(judged_values(scored, path if len(by_path) > 1 else None))
             unscored = [r for r in scored if not r.scored]
@@ -462,10 +514,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"{len(rows)} summaries, {articles} articles; summary-level Spearman rho / Kendall tau")
     print("(mean over articles; in brackets: articles with a defined correlation)\n")
     print(table(rows, values))
-    if judge is not None and len(by_path) > 1:
+    if judged and len(by_path) > 1:
         print("\nJudge paths side by side: Spearman rho with each rating, over the articles where")
         print("every path's correlation is defined\n")
         print(side_by_side(rows, by_path))
+    if judged:
+        print("\nJudge paths side by side: cost (this run's requests; replies from --cache count")
+        print("nothing)\n")
+        print(cost_side_by_side(costs))
     if args.cv:
         print()
         print(cross_validate(rows, coherence_counts(results)))

@@ -249,7 +249,18 @@ def test_the_three_real_metrics_run_against_the_stub_and_rerun_from_the_kept_res
             resamples=50,
         )
         assert len(url.requests) == paid  # nothing is paid twice
-    assert [m.name for m in result.metrics] == ["ours", "deepeval", "ragas"]
+        asked = url.judge.calls
+    assert [m.name for m in result.metrics] == ["ours", "ours-two-call", "deepeval", "ragas"]
+    # ours in both reply shapes on the one judge: the sentences path and the two-call path,
+    # each paying its own per-source call (one judge cache per shape)
+    assert asked["SentenceChecks"] == asked["PointedReview"] == 3, asked
+    assert asked["CheckedClaims"] == asked["SummaryReview"] == 3, asked
+    assert asked["GeneratedQuestions"] == 2, asked
+    sentences, two_call = result.metric("ours"), result.metric("ours-two-call")
+    # 1 + 2 x 3 each, and the first judge's structured-mode probe (once per server)
+    assert (sentences.usage.calls, two_call.usage.calls) == (8, 7)
+    assert sentences.usage.completion_tokens < two_call.usage.completion_tokens
+    assert sentences.scores.keys() == two_call.scores.keys()
     for m in result.metrics:
         assert m.error is None and m.version
         assert m.scored == 3, (m.name, m.reasons)
@@ -261,8 +272,27 @@ def test_the_three_real_metrics_run_against_the_stub_and_rerun_from_the_kept_res
     from shared.cli.bench_report import render
 
     page = render(result)  # a scatter per metric and rating, and the paired comparison
-    assert page.count("<svg") == 3 * 4 and page.count("<circle") == 3 * 4 * 3
+    assert page.count("<svg") == 4 * 4 and page.count("<circle") == 4 * 4 * 3
     assert "ours − deepeval" in page and "ours − ragas" in page
+    assert "ours − ours-two-call" in page  # the shapes' agreement, paired
+    from rich.console import Console
+
+    from shared.cli.bench_cli import print_result
+
+    console = Console(record=True, width=200)
+    print_result(result, console)
+    text = console.export_text()
+    cost: dict[str, list[str]] = {}
+    for line in text.splitlines():  # the first line naming a metric: its cost row
+        if line.strip():
+            cost.setdefault(line.split()[0], line.split())
+    for name in ("ours", "ours-two-call"):  # both shapes in the cost and agreement tables
+        assert cost[name][2] == "3/3" and cost[name][4] in ("7", "8"), cost[name]
+    assert "ours' reply shapes: ours = judge_path 'sentences'; ours-two-call = judge_path " in text
+    assert "ours against ours-two-call: calls 8/7, completion tokens 0." in text
+    rows = [line.split()[:2] for line in text.splitlines() if line.strip()]
+    assert ["ours", "coherence"] in rows and ["ours-two-call", "coherence"] in rows, text
+    assert "ours − ours-two-call  coherence" in text
 
 
 def test_cli_the_stub_judge_as_served_lets_every_peer_score_every_row(tmp_path: Path) -> None:
@@ -358,7 +388,7 @@ def test_cli_a_judge_failing_every_call_is_reported_per_metric(tmp_path: Path) -
         )
     assert result.exit_code == 1, result.output
     data = json.loads((tmp_path / "b.json").read_text())
-    assert [m["name"] for m in data["metrics"]] == ["ours", "deepeval", "ragas"]
+    assert [m["name"] for m in data["metrics"]] == ["ours", "ours-two-call", "deepeval", "ragas"]
     for m in data["metrics"]:
         assert m["scored"] == 0 and m["failed"] == 3 and m["reasons"], m
         assert m["usage"]["calls"] == m["usage"]["failed_calls"] > 0, m

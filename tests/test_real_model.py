@@ -268,7 +268,8 @@ def test_the_cli_against_the_real_model(llama_server: str, tmp_path: Path) -> No
 
 
 def test_bench_against_the_real_model(llama_server: str, tmp_path: Path) -> None:
-    """``summary-eval bench --articles 1`` for all three metrics on the real server, capped at 3
+    """``summary-eval bench --articles 1`` for every metric (ours in both reply shapes, the
+    peers) on the real server, capped at 3
     summaries of the article (``--summaries 3``) and 256 tokens per peer reply to fit a 2-core
     machine: each metric gets its row, with the server's real token counts; the numbers mean
     nothing at 135M."""
@@ -285,7 +286,8 @@ def test_bench_against_the_real_model(llama_server: str, tmp_path: Path) -> None
     print(f"\nbench on the real model: {time.monotonic() - started:.0f} s\n{result.output}")
     assert result.exit_code in (0, 1), result.output  # 1: a metric scored no row (reasons shown)
     data = json.loads(out.read_text())
-    assert [m["name"] for m in data["metrics"]] == ["ours", "deepeval", "ragas"]
+    names = ["ours", "ours-two-call", "deepeval", "ragas"]
+    assert [m["name"] for m in data["metrics"]] == names
     for metric in data["metrics"]:
         assert metric["error"] is None and metric["version"], metric
         assert metric["rows"] == 3 and metric["scored"] + metric["failed"] == 3, metric
@@ -296,8 +298,9 @@ def test_bench_against_the_real_model(llama_server: str, tmp_path: Path) -> None
         for score in metric["scores"].values():
             assert score is None or 0.0 <= score <= 1.0
     assert (tmp_path / "work" / "bench-report.html").is_file()
-    for name in ("ours", "deepeval", "ragas"):
+    for name in names:
         assert re.search(rf"^\s*{name}\s+\S+\s+\d/3", result.output, re.M), result.output
+    assert "ours against ours-two-call: calls " in result.output  # the shapes side by side
 
 
 def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -100,13 +100,15 @@ def test_judged_path_against_the_stub_server(
         validity.main(["--data", str(data), "--base-url", url, "--model", "stub-model", "--n", "2"])
         assert url.count > 0
         schemas = set(url.judge.calls)
-    # both judge paths ran on the one endpoint
-    assert {"StyleReview", "ClaimVerdicts", "CheckedClaims", "SummaryReview"} <= schemas
+    # both reply shapes ran on the one endpoint by default: the sentences path (the sentence
+    # check and the pointed review) and the two-call path (claim check and summary review)
+    assert {"SentenceChecks", "PointedReview", "CheckedClaims", "SummaryReview"} <= schemas
+    assert not {"ClaimVerdicts", "SummaryAnswers"} & schemas  # no step path unless asked
     out = capsys.readouterr().out
     assert out.startswith("8 summaries, 2 articles")
     assert "rows unscored" not in out
     cell = r"([+-]\d\.\d{3}) / ([+-]\d\.\d{3}) \((\d+)\)"
-    judged = [f"{name} [{path}]" for name in validity.JUDGED for path in ("two-call", "steps")]
+    judged = [f"{name} [{path}]" for name in validity.JUDGED for path in ("sentences", "two-call")]
     for name in (
         *judged,
         "coherence (entity_grid, default)",
@@ -119,9 +121,49 @@ def test_judged_path_against_the_stub_server(
     side = [ln for ln in out.splitlines() if ln.startswith("| coverage | relevance |")]
     assert len(side) == 1
     assert re.fullmatch(r"\| coverage \| relevance \| (\S+) \| (\S+) \| \d \|", side[0]), side
+    # the cost of each shape side by side: every row scored, calls and tokens counted
+    cost = {}
+    for path in ("sentences", "two-call"):
+        line = next(ln for ln in out.splitlines() if ln.startswith(f"| {path} | "))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[1] == "8/8", line
+        calls, prompt, completion = (int(cells[i].replace(",", "")) for i in (2, 3, 5))
+        assert calls > 0 and prompt > 0 and completion > 0, line
+        cost[path] = completion
+        assert cells[6] == "0.0000", line  # a local server: $0
+    assert out.index("| sentences | 8/8") < out.index("| two-call | 8/8")  # the default first
+    assert "| sentences | 8/8" in out.split("cost (this run")[1]
     # the deterministic coherence is defined for all 8 rows and varies within each article
     coh = next(ln for ln in out.splitlines() if ln.startswith("| coherence (entity_grid"))
     assert re.search(cell, coh) and "(2)" in coh
+
+
+def test_one_path_alone_priced(
+    validity: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = "Barack Obama visited Paris in 2015. He met Francois Hollande at the Elysee Palace."
+    summaries = ["Obama visited Paris in 2015.", "Obama met Hollande.", "A storm hit the coast."]
+    data = tmp_path / "rows.jsonl"
+    data.write_text(
+        "\n".join(
+            json.dumps(
+                {"article_id": "A0", "article": source, "summary": s}
+                | dict.fromkeys(validity.HUMAN, float(3 - i))
+            )
+            for i, s in enumerate(summaries)
+        )
+    )
+    args = ["--data", str(data), "--model", "stub-model", "--n", "2", "--paths", "two-call"]
+    with stub_server() as url:
+        validity.main([*args, "--base-url", url, "--price-in", "1", "--price-out", "2"])
+        schemas = set(url.judge.calls)
+    assert "CheckedClaims" in schemas and "SentenceChecks" not in schemas
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("| two-call | "))
+    assert float(line.split("|")[7]) > 0  # priced at the given prices
+    assert "| sentences |" not in out and "[two-call]" not in out  # one path: plain names
+    with pytest.raises(SystemExit):
+        validity.main([*args, "--base-url", "http://127.0.0.1:9/v1", "--paths", "sentence"])
 
 
 def test_base_url_needs_a_model(validity: ModuleType) -> None:

@@ -5,7 +5,8 @@ as ``shared.bench``).
 Each metric is run the way its own users run it, every one against the same OpenAI-compatible
 server and model:
 
-- ``ours``: :func:`shared.score_summaries` with its defaults and an :class:`OpenAIJudge`;
+- ``ours`` and ``ours-two-call``: :func:`shared.score_summaries` with its defaults and an
+  :class:`OpenAIJudge`, on the sentences path (the default) and on the two-call path;
 - ``deepeval``: ``deepeval.evaluate`` with DeepEval's ``SummarizationMetric``, the judge wired
   as a ``DeepEvalBaseLLM`` (an :class:`OpenAIJudge` inside: structured output, as
   docs/deepeval.md tells users of a local server);
@@ -28,13 +29,15 @@ Spearman with its bootstrap interval (:class:`PairedDifference`).
 Results are kept per metric and per article in ``workdir`` (one JSONL file per metric and
 configuration, appended as each article finishes): a rerun of the same benchmark reads them
 instead of calling the judge again. An article on which every row failed is not kept, so a rerun
-retries it. ``ours`` also keeps its judge replies in the project's SQLite judge cache there.
+retries it. ``ours`` and ``ours-two-call`` also keep their judge replies there, each in a SQLite
+judge cache of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import io
 import math
 import os
@@ -56,6 +59,7 @@ from .agreement import agreement
 from .bench_data import (  # noqa: F401 (re-exported: the names this module had)
     DEFAULT_ARTICLES,
     DEFAULT_SEED,
+    JUDGE_PATH_OF,
     METRIC_TITLES,
     METRICS,
     MIN_GROUP,
@@ -119,8 +123,15 @@ def _working_in(folder: Path) -> Iterator[None]:
 
 
 def run_ours(
-    items: Sequence[BenchItem], judge: JudgeConfig, counter: UsageCounter, workdir: Path
+    items: Sequence[BenchItem],
+    judge: JudgeConfig,
+    counter: UsageCounter,
+    workdir: Path,
+    *,
+    judge_path: str = "sentences",
+    name: str = "ours",
 ) -> list[Outcome]:
+    """Ours on ``judge_path``, with a judge cache of its own: each path pays its own calls."""
     from ..judge.openai import OpenAIJudge
     from ..pipeline import score_summaries
 
@@ -128,7 +139,8 @@ def run_ours(
     results = score_summaries(
         [(item.source, item.summary) for item in items],
         judge=inner,
-        cache=workdir / "ours-judge-cache.sqlite3",
+        cache=workdir / f"{name}-judge-cache.sqlite3",
+        judge_path=judge_path,
     )
     return [(r.score, None) if r.scored else (None, r.error or "unscored") for r in results]
 
@@ -231,13 +243,21 @@ def run_ragas(
     return outcomes
 
 
-RUNNERS: dict[str, Runner] = {"ours": run_ours, "deepeval": run_deepeval, "ragas": run_ragas}
-PACKAGES = {"ours": "summary-eval", "deepeval": "deepeval", "ragas": "ragas"}
+RUNNERS: dict[str, Runner] = {
+    **{n: functools.partial(run_ours, judge_path=p, name=n) for n, p in JUDGE_PATH_OF.items()},
+    "deepeval": run_deepeval,
+    "ragas": run_ragas,
+}
+PACKAGES = {
+    **dict.fromkeys(JUDGE_PATH_OF, "summary-eval"),
+    "deepeval": "deepeval",
+    "ragas": "ragas",
+}
 
 
 def installed_version(metric: str) -> str | None:
     """The installed version of the package behind ``metric`` (None: not installed)."""
-    if metric == "ours":
+    if metric in JUDGE_PATH_OF:
         from .._version import __version__
 
         return __version__
@@ -389,9 +409,9 @@ def _run_metric(
         report.scores = {item.id: None for item in items}
         say(name, report.error)
         return report
-    config = _digest(
-        STORE_VERSION, name, version, judge.model, judge.base_url or "", judge.max_tokens
-    )
+    parts = [STORE_VERSION, name, version, judge.model, judge.base_url or "", judge.max_tokens]
+    # ours' results of one path are never resumed under another
+    config = _digest(*parts, *([JUDGE_PATH_OF[name]] if name in JUDGE_PATH_OF else []))
     store = ResultStore(workdir / f"{name}-{config}.jsonl")
     reasons: Counter[str] = Counter()
     for batch in _batches(items):

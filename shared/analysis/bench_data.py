@@ -21,10 +21,15 @@ from ..core.redact import register_secret, safe_record, url_secrets
 from ..evaluation.options import DEFAULT_TIMEOUT
 from .agreement import _label_id, label_value, parse_mapping, read_labels
 
-METRICS = ("ours", "deepeval", "ragas")
-"""The metrics :func:`bench` knows, in the order they are run and shown."""
+METRICS = ("ours", "ours-two-call", "deepeval", "ragas")
+"""The metrics :func:`bench` knows, in the order they are run and shown: ours in both reply
+shapes (:data:`JUDGE_PATH_OF`), then the peers."""
+JUDGE_PATH_OF = {"ours": "sentences", "ours-two-call": "two-call"}
+"""The judge path (reply shape) each of ours' metrics runs: the default sentences path and the
+two-call path, side by side on the same judge."""
 METRIC_TITLES = {
-    "ours": "summary-eval score",
+    "ours": "summary-eval score (sentences path, the default)",
+    "ours-two-call": "summary-eval score (two-call path)",
     "deepeval": "DeepEval SummarizationMetric",
     "ragas": "Ragas SummaryScore",
 }

@@ -21,6 +21,7 @@ from rich.table import Table
 from ..analysis.bench import (
     DEFAULT_ARTICLES,
     DEFAULT_SEED,
+    JUDGE_PATH_OF,
     METRICS,
     BenchResult,
     bench,
@@ -57,7 +58,11 @@ def bench_command(
         typer.Option(help="API key (default: OPENAI_API_KEY; a local server needs none)."),
     ] = None,
     metrics: Annotated[
-        str, typer.Option(help=f"Comma-separated, from {','.join(METRICS)}.")
+        str,
+        typer.Option(
+            help=f"Comma-separated, from {','.join(METRICS)} (ours: the sentences path, the "
+            "default; ours-two-call: the two-call path; both run by default, side by side)."
+        ),
     ] = ",".join(METRICS),
     articles: Annotated[
         int, typer.Option(min=1, help="SummEval articles drawn (whole: all their summaries).")
@@ -299,6 +304,8 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
             f"{m.wall_s:.1f}",
         )
     console.print(cost)
+    for line in shape_lines(result):
+        console.print(line, soft_wrap=True)
     agree = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for name in (
         "metric",
@@ -352,6 +359,35 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
         f"Spearman: summary level = per group, then the mean (pooled without groups); "
         f"bootstrap over groups, {result.resamples} resamples, seed {result.seed}."
     )
+
+
+def shape_lines(result: BenchResult) -> list[str]:
+    """Which reply shape each of ours' metrics ran and, when both ran, the sentences path's cost
+    against the two-call path's (its agreement is in the tables: ours − ours-two-call)."""
+    ran = {m.name: m for m in result.metrics if m.name in JUDGE_PATH_OF and m.error is None}
+    if not ran:
+        return []
+    lines = [
+        "ours' reply shapes: "
+        + "; ".join(f"{name} = judge_path {JUDGE_PATH_OF[name]!r}" for name in ran)
+    ]
+    first, second = (ran.get(name) for name in JUDGE_PATH_OF)
+    if first is not None and second is not None:
+        a, b = first.usage, second.usage
+        parts = [
+            f"calls {a.calls}/{b.calls}",
+            f"completion tokens {_times(a.completion_tokens, b.completion_tokens)}",
+            f"prompt tokens {_times(a.prompt_tokens, b.prompt_tokens)}",
+            f"dollars {_times(first.dollars, second.dollars)}",
+            f"wall {_times(first.wall_s, second.wall_s)} (the one run first also loaded the "
+            "dimensions' models)",
+        ]
+        lines.append(f"{first.name} against {second.name}: " + ", ".join(parts))
+    return lines
+
+
+def _times(value: float | None, base: float | None) -> str:
+    return "-" if value is None or not base else f"{value / base:.2f}x"
 
 
 def register(app: typer.Typer) -> None:
