@@ -24,6 +24,13 @@ model's cached-input price (gpt-4o-mini: 50 %). Dollars are shown without and wi
 the last two columns price a server whose cache key is the prompt alone (vLLM, llama.cpp, or a
 request without a response schema), where calls with different schemas share a prefix too.
 
+Ours runs in both reply shapes side by side: ``ours (sentences)`` (``judge_path="sentences"``,
+the default) and ``ours (two-call)`` (the previous default). The 20-summary case adds the
+sentences path with the exact per-summary check schema (step 1 instead of
+:data:`~shared.prompts.pointing.SENTENCE_STEP`) and/or without the first check of a source going
+out alone (:func:`shared.pipeline.sentences.after_first_check` passed through), to show what the
+shared schema and that wait do to the cached bill and the wall (:func:`check_variant`).
+
     .venv/bin/python benchmarks/peers.py [--latency 0.3] [--tokens-per-s 100] [--quick]
         [--amortised-only] [--price-model gpt-4o-mini]
 """
@@ -32,7 +39,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
+import io
 import json
 import os
 import re
@@ -41,6 +50,8 @@ import sys
 import tempfile
 import time
 import warnings
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,6 +106,7 @@ class Call:
     key: str
     cached_tokens: int = 0
     cached_any_schema: int = 0
+    schema: str = ""
 
 
 CACHE_MIN_TOKENS = 1024
@@ -115,6 +127,13 @@ def common_prefix_length(a: str, b: str) -> int:
     return low
 
 
+PREFIX_TOKENS: dict[str, int] = {}
+"""o200k tokens (less one) of each shared prefix :func:`cached_tokens` has counted: counting
+them is the fake's CPU work on the event loop of the system under test (as building its answers
+is, :data:`MEMO`), and a runner whose calls share more prefixes would pay more of it; the untimed
+first run of the 20-summary case fills this too."""
+
+
 def cached_tokens(prompt: str, finished: list[str]) -> int:
     """Prompt tokens a provider caching by the OpenAI rule would serve from its cache: the
     longest prefix ``prompt`` shares with any of ``finished`` (calls with the same schema that
@@ -123,7 +142,10 @@ def cached_tokens(prompt: str, finished: list[str]) -> int:
     shared = max((common_prefix_length(prompt, other) for other in finished), default=0)
     if shared == 0:
         return 0
-    tokens = count_tokens(prompt[:shared]) - 1
+    prefix = prompt[:shared]
+    tokens = PREFIX_TOKENS.get(prefix)
+    if tokens is None:  # the fake's own CPU work, done once per prefix (see MEMO)
+        tokens = PREFIX_TOKENS[prefix] = count_tokens(prefix) - 1
     if tokens < CACHE_MIN_TOKENS:
         return 0
     return tokens // CACHE_STEP_TOKENS * CACHE_STEP_TOKENS
@@ -148,6 +170,7 @@ class Fake:
     calls: list[Call] = field(default_factory=list)
     finished: dict[str, list[str]] = field(default_factory=dict)  # schema -> prompts answered
     answered: list[str] = field(default_factory=list)  # every prompt answered
+    facts: Counter = field(default_factory=Counter)  # what ours' replies said (reply_facts)
 
     def know(self, *texts: str) -> None:
         self.texts = sorted(set(self.texts) | set(texts), key=len, reverse=True)
@@ -176,9 +199,12 @@ class Fake:
                 key,
                 cached,
                 cached_any,
+                schema.__name__,
             )
         )
-        return schema.model_validate_json(reply)
+        parsed = schema.model_validate_json(reply)
+        self.facts.update(reply_facts(parsed))
+        return parsed
 
     # -- answers ------------------------------------------------------------------------------
 
@@ -229,7 +255,26 @@ class Fake:
         return default_answer(prompt, schema)  # generic: minimal valid instance
 
 
-def stats(calls: list[Call], wall: float) -> dict[str, Any]:
+def reply_facts(reply: BaseModel) -> Counter:
+    """What one of ours' sentences-path replies said, to judge the fake's realism: sentences
+    checked and flagged (the sentence check), questions graded, pointed at no sentence (0), and
+    with a reason (grades 1-4; the pointed review)."""
+    name = type(reply).__name__
+    out: Counter = Counter()
+    if name == "SentenceChecks":
+        verdicts = [s.verdict for s in reply.sentences]  # type: ignore[attr-defined]
+        out["checked"] += len(verdicts)
+        out["flagged"] += sum(v != "supported" for v in verdicts)
+    elif name == "PointedReview":
+        answers = reply.answers  # type: ignore[attr-defined]
+        out["graded"] += len(answers)
+        out["no pointer"] += sum(a.sentence == 0 for a in answers)
+        out["reasoned"] += sum(1 <= a.grade <= 4 for a in answers)
+        out["grade 5"] += sum(a.grade == 5 for a in answers)
+    return out
+
+
+def stats(calls: list[Call], wall: float, facts: Counter | None = None) -> dict[str, Any]:
     calls = sorted(calls, key=lambda c: c.start)
     depth: list[int] = []
     for i, c in enumerate(calls):
@@ -246,6 +291,11 @@ def stats(calls: list[Call], wall: float) -> dict[str, Any]:
     }
     cached = sum(c.cached_tokens for c in calls)
     cached_any = sum(c.cached_any_schema for c in calls)
+    completion_by_schema: Counter = Counter()
+    cached_by_schema: Counter = Counter()
+    for c in calls:
+        completion_by_schema[c.schema] += c.completion_tokens
+        cached_by_schema[c.schema] += c.cached_tokens
     return {
         "calls": len(calls),
         "cached": cached,
@@ -259,6 +309,9 @@ def stats(calls: list[Call], wall: float) -> dict[str, Any]:
         "rounds": max(depth, default=0),
         "wall": wall,
         "repeated": repeated,
+        "completion_by_schema": dict(completion_by_schema),
+        "cached_by_schema": dict(cached_by_schema),
+        "facts": dict(facts or {}),
     }
 
 
@@ -305,13 +358,14 @@ def run_deepeval(which: str, pairs: list[tuple[str, str]], fake: Fake, **options
     )
     cases = [LLMTestCase(input=s, actual_output=m) for s, m in pairs]
     start = time.perf_counter()
-    result = evaluate(
-        cases,
-        [metric],
-        async_config=AsyncConfig(run_async=True),
-        display_config=DisplayConfig(print_results=False, show_indicator=False),
-        error_config=ErrorConfig(ignore_errors=True),
-    )
+    with contextlib.redirect_stdout(io.StringIO()):  # its banners would split the tables
+        result = evaluate(
+            cases,
+            [metric],
+            async_config=AsyncConfig(run_async=True),
+            display_config=DisplayConfig(print_results=False, show_indicator=False),
+            error_config=ErrorConfig(ignore_errors=True),
+        )
     wall = time.perf_counter() - start
     errors = [md.error for r in result.test_results for md in r.metrics_data or [] if md.error]
     if errors:
@@ -394,12 +448,56 @@ def run_ragas(which: str, pairs: list[tuple[str, str]], fake: Fake, **options: A
 JUDGED_ONLY = ("specificity", "non_redundancy")
 """The dimensions with a judged part (both still need spaCy's sentences and MiniLM)."""
 
-RUNNERS = {
-    "deepeval.evaluate SummarizationMetric": ("deepeval", "peer"),
-    "deepeval.evaluate ours": ("deepeval", "ours"),
-    "ragas.evaluate SummarizationScore": ("ragas", "peer"),
-    "ragas.evaluate ours": ("ragas", "ours"),
+DE_PEER = "deepeval.evaluate SummarizationMetric"
+RA_PEER = "ragas.evaluate SummarizationScore"
+SHAPES = ("sentences", "two-call")
+"""Ours' reply shapes (``judge_path``): the default first."""
+
+
+def ours(framework: str, shape: str = "sentences") -> str:
+    """The runner name of ours through ``framework`` on the ``shape`` path."""
+    return f"{framework}.evaluate ours ({shape})"
+
+
+RUNNERS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    DE_PEER: ("deepeval", "peer", {}),
+    **{ours("deepeval", shape): ("deepeval", "ours", {"judge_path": shape}) for shape in SHAPES},
+    RA_PEER: ("ragas", "peer", {}),
+    **{ours("ragas", shape): ("ragas", "ours", {"judge_path": shape}) for shape in SHAPES},
 }
+
+CHECK_VARIANTS: dict[str, tuple[bool, bool]] = {
+    "step 8, first check alone": (True, True),
+    "exact schema, first check alone": (False, True),
+    "step 8, all checks at once": (True, False),
+    "exact schema, all checks at once": (False, False),
+}
+"""The sentences path's check variants: (shared count-free schema rounded to SENTENCE_STEP,
+first check of a source alone). The first is what a hosted judge gets (the default)."""
+
+
+@contextlib.contextmanager
+def check_variant(shared_schema: bool = True, first_alone: bool = True) -> Iterator[None]:
+    """Run the sentences path with the exact per-summary check schema (``shared_schema``
+    False: :func:`shared.pipeline.sentences.sentence_step` returns 1, as for a judge with
+    ``caches_schema = False``) and/or with every check sent at once (``first_alone`` False:
+    :func:`shared.pipeline.sentences.after_first_check` just makes the call)."""
+    from shared.pipeline import fit
+    from shared.pipeline import sentences as path
+
+    saved = (path.sentence_step, fit.sentence_step, path.after_first_check)
+    if not shared_schema:
+        path.sentence_step = fit.sentence_step = lambda judge: 1  # type: ignore[assignment]
+    if not first_alone:
+
+        async def at_once(judge: Any, key: str, call: Any) -> Any:
+            return await call()
+
+        path.after_first_check = at_once  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        path.sentence_step, fit.sentence_step, path.after_first_check = saved
 
 
 TOKENS_PER_S = 100.0
@@ -407,14 +505,21 @@ TOKENS_PER_S = 100.0
 PRICES = table_prices("gpt-4o-mini")  # replaced from --price-model in main()
 
 
-def measure(runner: str, pairs: list[tuple[str, str]], latency: float, **options: Any) -> dict:
-    framework, which = RUNNERS[runner]
+def measure(
+    runner: str,
+    pairs: list[tuple[str, str]],
+    latency: float,
+    checks: tuple[bool, bool] = (True, True),
+    **options: Any,
+) -> dict:
+    framework, which, defaults = RUNNERS[runner]
     fake = Fake(latency, TOKENS_PER_S)
     for source, summary in pairs:
         fake.know(source, summary)
     run = run_deepeval if framework == "deepeval" else run_ragas
-    wall = run(which, pairs, fake, **options)
-    return stats(fake.calls, wall)
+    with check_variant(*checks):
+        wall = run(which, pairs, fake, **{**defaults, **options})
+    return stats(fake.calls, wall, fake.facts)
 
 
 def table(title: str, rows: dict[str, dict]) -> None:
@@ -466,17 +571,13 @@ def amortised(lat: float, count: int = 5) -> dict[str, dict]:
     source's parts are made once and shared, so the ratio to DeepEval falls with each summary."""
     source = inputs.long_source(100_000)
     pairs = [(source.text, s) for s in inputs.summaries_of_long(source, count)]
-    rows = {
-        r: measure(r, pairs, lat)
-        for r in ("deepeval.evaluate SummarizationMetric", "deepeval.evaluate ours")
-    }
+    names = (DE_PEER, *(ours("deepeval", shape) for shape in SHAPES))
+    rows = {r: measure(r, pairs, lat) for r in names}
     words = "/".join(str(len(s.split())) for _, s in pairs)
     table(f"{count} summaries ({words} words) of the 100,000-word source", rows)
-    ratio = (
-        rows["deepeval.evaluate ours"]["prompt"]
-        / rows["deepeval.evaluate SummarizationMetric"]["prompt"]
-    )
-    print(f"prompt tokens {ratio:.2f}x DeepEval (target <= 0.25)")
+    for shape in SHAPES:
+        ratio = rows[ours("deepeval", shape)]["prompt"] / rows[DE_PEER]["prompt"]
+        print(f"ours ({shape}): prompt tokens {ratio:.2f}x DeepEval (target <= 0.25)")
     return rows
 
 
@@ -500,6 +601,131 @@ def cpu_floor(summaries: list[str], repeats: int = 2) -> float:
         model.embed([sent.text for doc in docs for sent in doc.sents])
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def shapes_table(t20: dict[str, dict]) -> None:
+    """Ours in both reply shapes against DeepEval, 20 summaries (medians): the issue's columns."""
+    de = t20[DE_PEER]
+    print("\nOurs in both reply shapes against DeepEval (20 summaries, deepeval.evaluate, medians)")
+    head = (
+        "runner",
+        "calls",
+        "rounds",
+        "prompt tok",
+        "compl tok",
+        "$",
+        "$ cached",
+        "wall s",
+        "calls / DeepEval",
+        "$ cached / DeepEval",
+        "wall / DeepEval",
+    )
+    print(f"| {' | '.join(head)} |")
+    print("|" + "---|" * len(head))
+    names = [DE_PEER]
+    for suffix in ("", ", dimensions=[]"):
+        names += [ours("deepeval", shape) + suffix for shape in SHAPES]
+    for name in names:
+        r = t20[name]
+        print(
+            f"| {name} | {r['calls']} | {r['rounds']} | {r['prompt']:,} | {r['completion']:,} "
+            f"| {r['dollars']:.4f} | {r['dollars_cached']:.4f} | {r['wall']:.2f} "
+            f"| {r['calls'] / de['calls']:.2f} | {r['dollars_cached'] / de['dollars_cached']:.2f} "
+            f"| {r['wall'] / de['wall']:.2f} |"
+        )
+    for suffix in ("", ", dimensions=[]"):
+        sent = t20[ours("deepeval", "sentences") + suffix]["completion"]
+        two = t20[ours("deepeval", "two-call") + suffix]["completion"]
+        print(
+            f"completion tokens sentences / two-call{suffix or ' (all dimensions)'}: "
+            f"{sent:,} / {two:,} = {sent / two:.2f}x"
+        )
+    for name in (ours("deepeval", shape) for shape in SHAPES):
+        by = t20[name]["completion_by_schema"]
+        parts = ", ".join(f"{k} {v:,}" for k, v in by.items())
+        print(f"completion tokens by reply, {name}: {parts}")
+    facts = t20[ours("deepeval", "sentences")]["facts"]
+    if facts.get("checked"):
+        print(
+            f"the fake's sentence checks (20 summaries): {facts['flagged']} of "
+            f"{facts['checked']} sentences flagged ({facts['flagged'] / facts['checked']:.0%}); "
+            f"pointed reviews: {facts['graded']} questions graded, {facts['no pointer']} "
+            f"pointed at no sentence, {facts['reasoned']} with a reason (grade 1-4), "
+            f"{facts['grade 5']} graded 5"
+        )
+
+
+def checks_table(t20: dict[str, dict]) -> None:
+    """The sentences path's check variants side by side: what the shared schema (step 8) and
+    the first check going out alone do to the cached bill and the wall."""
+    base = t20[ours("deepeval", "sentences")]
+    print(
+        "\nSentence-check schema and send order (20 summaries, deepeval.evaluate ours "
+        "(sentences), all dimensions, medians; OpenAI rule: cached = same schema, finished before)"
+    )
+    head = (
+        "variant",
+        "calls",
+        "rounds",
+        "cached tok (checks)",
+        "cached tok (all)",
+        "$ cached",
+        "$ cached, prompt only",
+        "wall s",
+        "$ cached vs default",
+        "wall vs default",
+    )
+    print(f"| {' | '.join(head)} |")
+    print("|" + "---|" * len(head))
+    for variant in CHECK_VARIANTS:
+        r = t20[check_label(variant)]
+        print(
+            f"| {variant} | {r['calls']} | {r['rounds']} "
+            f"| {r['cached_by_schema'].get('SentenceChecks', 0):,} | {r['cached']:,} "
+            f"| {r['dollars_cached']:.4f} | {r['dollars_cached_any']:.4f} | {r['wall']:.2f} "
+            f"| {r['dollars_cached'] / base['dollars_cached']:.3f}x "
+            f"| {r['wall'] / base['wall']:.3f}x |"
+        )
+
+
+def check_label(variant: str) -> str:
+    """The 20-summary row of a check variant (the default is ours' plain sentences row)."""
+    if CHECK_VARIANTS[variant] == (True, True):
+        return ours("deepeval", "sentences")
+    return f"{ours('deepeval', 'sentences')[:-1]}, {variant})"
+
+
+def targets(t20: dict[str, dict], one: dict[str, dict]) -> list[tuple[str, str, bool]]:
+    """The issue's targets for the sentences path: (target, measured, met)."""
+    de, us = t20[DE_PEER], t20[ours("deepeval", "sentences")]
+    two = t20[ours("deepeval", "two-call")]
+    chain = one[ours("deepeval", "sentences")]["rounds"]
+    compl = us["completion"] / two["completion"]
+    bill = us["dollars_cached"] / de["dollars_cached"]
+    wall = us["wall"] / de["wall"]
+    return [
+        (
+            "completion tokens <= 0.40x the two-call path",
+            f"{compl:.2f}x ({us['completion']:,} vs {two['completion']:,})",
+            compl <= 0.40,
+        ),
+        (
+            "dollars with caching <= 0.25x DeepEval",
+            f"{bill:.3f}x (${us['dollars_cached']:.4f} vs ${de['dollars_cached']:.4f})",
+            bill <= 0.25,
+        ),
+        (
+            "wall <= 0.5x DeepEval",
+            f"{wall:.2f}x ({us['wall']:.2f} s vs {de['wall']:.2f} s)",
+            wall <= 0.5,
+        ),
+        ("<= 41 judge calls", f"{us['calls']} (DeepEval {de['calls']})", us["calls"] <= 41),
+        (
+            "chain <= 2 for one summary",
+            f"{chain} (DeepEval {one[DE_PEER]['rounds']})",
+            chain <= 2,
+        ),
+    ]
 
 
 def main() -> None:
@@ -554,36 +780,45 @@ def main() -> None:
     cases = [("seed example", seed), ("one summary, 2.5k-word article", one)]
     cases.append(("20 summaries of the 2.5k-word article", twenty))
     for title, pairs in cases:
-        variants = [(r, r, {}) for r in RUNNERS]
+        # (label, runner, options, checks): every runner, both shapes of ours
+        variants = [(r, r, {}, (True, True)) for r in RUNNERS]
         if len(pairs) > 1:  # the CPU side (spaCy, MiniLM) apart from the judge side
-            for runner in ("deepeval.evaluate ours", "ragas.evaluate ours"):
+            for runner in (*(ours("deepeval", shape) for shape in SHAPES), ours("ragas")):
                 for dims in JUDGED_ONLY, ():
                     label = f"{runner}, dimensions={list(dims)}"
-                    variants.append((label, runner, {"dimensions": dims}))
-            for _, runner, options in variants:  # untimed: fills MEMO with the fake's answers
-                measure(runner, pairs, lat, **options)
+                    variants.append((label, runner, {"dimensions": dims}, (True, True)))
+            for variant, checks in CHECK_VARIANTS.items():
+                if checks != (True, True):
+                    runner = ours("deepeval", "sentences")
+                    variants.append((check_label(variant), runner, {}, checks))
+            for _, runner, options, checks in variants:  # untimed: fills MEMO, PREFIX_TOKENS
+                measure(runner, pairs, lat, checks, **options)
         if len(pairs) == 1:
-            results[title] = {label: measure(r, pairs, lat, **o) for label, r, o in variants}
+            results[title] = {label: measure(r, pairs, lat, c, **o) for label, r, o, c in variants}
             table(title, results[title])
             continue
-        runs: dict[str, list[dict]] = {label: [] for label, _, _ in variants}
+        runs: dict[str, list[dict]] = {label: [] for label, *_ in variants}
         for _ in range(max(1, args.repeats)):  # alternating, so drifts in machine load are shared
-            for label, r, o in variants:
-                runs[label].append(measure(r, pairs, lat, **o))
+            for label, r, o, c in variants:
+                runs[label].append(measure(r, pairs, lat, c, **o))
         results[title] = {label: median_run(rows) for label, rows in runs.items()}
         table(f"{title} (median wall of {args.repeats} alternating runs)", results[title])
         for label, rows in runs.items():
             print(f"  wall s, {label}: " + ", ".join(f"{row['wall']:.2f}" for row in rows))
 
+    t20 = results["20 summaries of the 2.5k-word article"]  # medians
+    shapes_table(t20)
+    checks_table(t20)
+
     # rerun with the persistent cache: a fresh process-level judge, the same SQLite file
     folder = Path(tempfile.mkdtemp(prefix="bench-cache-"))
     try:
         path = str(folder / "cache.sqlite")
-        cold = measure("deepeval.evaluate ours", twenty, lat, cache=path)
-        warm = measure("deepeval.evaluate ours", twenty, lat, cache=path)
+        cold = measure(ours("deepeval"), twenty, lat, cache=path)
+        warm = measure(ours("deepeval"), twenty, lat, cache=path)
         table(
             "20 summaries, persistent cache (SQLite): cold run, then rerun",
-            {"ours, cold": cold, "ours, rerun": warm},
+            {"ours (sentences), cold": cold, "ours (sentences), rerun": warm},
         )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -594,13 +829,10 @@ def main() -> None:
         for words in (10_000, 50_000, 100_000):
             source = inputs.long_source(words)
             pair = [(source.text, inputs.summary_of_long(source))]
-            scaling[words] = {
-                r: measure(r, pair, lat)
-                for r in ("deepeval.evaluate SummarizationMetric", "deepeval.evaluate ours")
-            }
+            names = [DE_PEER, *(ours("deepeval", shape) for shape in SHAPES)]
             if words == 100_000:
-                for r in ("ragas.evaluate SummarizationScore", "ragas.evaluate ours"):
-                    scaling[words][r] = measure(r, pair, lat)
+                names += [RA_PEER, *(ours("ragas", shape) for shape in SHAPES)]
+            scaling[words] = {r: measure(r, pair, lat) for r in names}
             table(
                 f"one summary of a {words:,}-word source ({count_tokens(source.text):,} tok)",
                 scaling[words],
@@ -614,43 +846,47 @@ def main() -> None:
             f"in the top {TOP_PASSAGES} {hit['topk']:.0%} (miss rate {1 - hit['topk']:.0%})"
         )
 
-    t20 = results["20 summaries of the 2.5k-word article"]  # medians
-    de, us = t20["deepeval.evaluate SummarizationMetric"], t20["deepeval.evaluate ours"]
-    bare = t20["deepeval.evaluate ours, dimensions=[]"]
+    de = t20[DE_PEER]
     floor = cpu_floor(summaries)
     one_r = results["one summary, 2.5k-word article"]
-    ratios = [
-        f"20 summaries: calls {us['calls']} (target <= 45; DeepEval {de['calls']}), "
-        f"prompt tokens {us['prompt'] / de['prompt']:.2f}x DeepEval before caching "
-        f"(<= 0.40), dollars {us['dollars'] / de['dollars']:.2f}x DeepEval without caching and "
-        f"{us['dollars_cached'] / de['dollars_cached']:.2f}x with caching priced for both "
-        f"(<= 0.25; {us['dollars_cached_any'] / de['dollars_cached_any']:.2f}x where the "
-        "schema is not part of the cached prefix), "
-        f"wall {us['wall'] / de['wall']:.3f}x with all dimensions (<= 0.5; their "
-        f"spaCy + MiniLM work alone takes {floor:.2f} s = {floor / de['wall']:.2f}x DeepEval's "
-        f"wall on {os.cpu_count()} cores), {bare['wall'] / de['wall']:.3f}x for the judge side "
-        "alone (dimensions=[])",
-        f"one summary cold: {one_r['deepeval.evaluate ours']['rounds']} dependent calls (<= 2; "
-        f"DeepEval {one_r['deepeval.evaluate SummarizationMetric']['rounds']})",
-        f"cache rerun: {warm['calls']} calls (0)",
-    ]
+    print("\nTargets (sentences path, 20 summaries of the 2.5k-word article; chain: one summary)")
+    print("| target | measured | met |\n|---|---|---|")
+    for target, measured, met in targets(t20, one_r):
+        print(f"| {target} | {measured} | {'yes' if met else 'no'} |")
+    ratios = []
+    for shape in SHAPES:
+        us = t20[ours("deepeval", shape)]
+        bare = t20[f"{ours('deepeval', shape)}, dimensions=[]"]
+        ratios.append(
+            f"ours ({shape}), 20 summaries: calls {us['calls']} (DeepEval {de['calls']}), "
+            f"prompt tokens {us['prompt'] / de['prompt']:.2f}x DeepEval before caching, "
+            f"dollars {us['dollars'] / de['dollars']:.2f}x DeepEval without caching and "
+            f"{us['dollars_cached'] / de['dollars_cached']:.2f}x with caching priced for both "
+            f"({us['dollars_cached_any'] / de['dollars_cached_any']:.2f}x where the "
+            "schema is not part of the cached prefix), "
+            f"wall {us['wall'] / de['wall']:.3f}x with all dimensions, "
+            f"{bare['wall'] / de['wall']:.3f}x for the judge side alone (dimensions=[]); "
+            f"one summary cold: {one_r[ours('deepeval', shape)]['rounds']} dependent calls "
+            f"(DeepEval {one_r[DE_PEER]['rounds']})"
+        )
+    ratios.append(
+        f"the dimensions' spaCy + MiniLM work alone takes {floor:.2f} s = "
+        f"{floor / de['wall']:.2f}x DeepEval's wall on {os.cpu_count()} cores"
+    )
+    ratios.append(f"cache rerun: {warm['calls']} calls (0)")
     if scaling:
         big = scaling[100_000]
-        ratio = (
-            big["deepeval.evaluate ours"]["prompt"]
-            / big["deepeval.evaluate SummarizationMetric"]["prompt"]
-        )
-        growth = "/".join(f"{scaling[w]['deepeval.evaluate ours']['prompt']:,}" for w in scaling)
-        five = (
-            many["deepeval.evaluate ours"]["prompt"]
-            / many["deepeval.evaluate SummarizationMetric"]["prompt"]
-        )
-        ratios.append(
-            f"100k words: largest prompt {big['deepeval.evaluate ours']['largest']:,} tok "
-            f"(budget {DEFAULT_CONTEXT_BUDGET:,} est.), prompt tokens {ratio:.2f}x DeepEval for "
-            f"one summary and {five:.2f}x for 5 (target <= 0.25), ours at 10k/50k/100k words: "
-            f"{growth}"
-        )
+        for shape in SHAPES:
+            name = ours("deepeval", shape)
+            ratio = big[name]["prompt"] / big[DE_PEER]["prompt"]
+            growth = "/".join(f"{scaling[w][name]['prompt']:,}" for w in scaling)
+            five = many[name]["prompt"] / many[DE_PEER]["prompt"]
+            ratios.append(
+                f"ours ({shape}), 100k words: largest prompt {big[name]['largest']:,} tok "
+                f"(budget {DEFAULT_CONTEXT_BUDGET:,} est.), prompt tokens {ratio:.2f}x DeepEval "
+                f"for one summary and {five:.2f}x for 5 (target <= 0.25), at 10k/50k/100k "
+                f"words: {growth}"
+            )
     print("\nRATIOS: " + "; ".join(ratios))
 
 
