@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -323,3 +325,60 @@ def test_cli_ray_engine_fits_the_context_budget_to_the_servers_window(
         given = run(url, "given", "--context-budget", "3000")
     assert "|budget:2048|" in fitted["signature"]
     assert "|budget:3000|" in given["signature"]
+
+
+@dataclass(frozen=True)
+class _RecordingJudge:
+    """The judge of ``config`` on each actor, which appends after every answered call its
+    per-call limit and whether that limit follows the measured speed to ``log`` (the actors are
+    other processes: a file is how they tell the test)."""
+
+    config: OpenAIJudgeConfig
+    log: str
+
+    def __call__(self) -> Any:
+        judge = self.config()
+        send, log = judge._request, self.log
+
+        async def recorded(*args: Any, **kwargs: Any) -> str:
+            reply = await send(*args, **kwargs)
+            with open(log, "a") as f:
+                f.write(f"{os.getpid()} {judge.timeout} {judge.fit_timeout}\n")
+            return reply
+
+        judge._request = recorded
+        return judge
+
+
+def test_the_actors_fit_the_per_call_limit_to_a_slow_server_as_the_cli_does(
+    local_ray, tmp_path: Path
+) -> None:
+    """A server that reports 2 tokens/s: the longest reply the run's schemas allow cannot come
+    within the default 120 s, so each actor's judge, given no timeout, raises its limit and
+    follows the measured speed (the one afit_run, as in
+    tests/test_judge_limits.py::test_the_library_fits_the_per_call_limit_as_the_cli_does); a
+    timeout the run gave is kept."""
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the factory travels whole
+
+    def limits(url: str, name: str, **settings: Any) -> list[tuple[float, bool]]:
+        log = tmp_path / f"{name}.log"
+        config = OpenAIJudgeConfig("fake-judge", base_url=url, settings=settings)
+        out = score_dataset(
+            ray.data.from_items(ROWS[:4]),
+            judge=_RecordingJudge(config, str(log)),
+            id_column="id",
+            actors=2,
+            concurrency=4,
+            **FAST,
+        )
+        rows = out.take_all()
+        assert len(rows) == 4 and all(row["status"] == "ok" for row in rows), rows
+        seen = [line.split() for line in log.read_text().splitlines()]
+        assert seen, "no call answered"
+        return [(float(limit), follows == "True") for _, limit, follows in seen]
+
+    with stub_server(tokens_per_s=2.0) as url:
+        fitted = limits(url, "fitted")
+        kept = limits(url, "kept", timeout=30)
+    assert all(limit > 120 and follows for limit, follows in fitted), fitted
+    assert all(limit == 30 and not follows for limit, follows in kept), kept
