@@ -10,6 +10,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
@@ -84,175 +85,240 @@ def stub_server(
     that generation speed in llama.cpp's ``timings.predicted_per_second``. ``url.auth`` holds
     each chat request's ``Authorization`` header.
     """
-    fake = judge if judge is not None else FakeJudge()
-    known = {**_SCHEMAS_BY_NAME, **{s.__name__: s for s in schemas}}
-    url = StubURL("")
-    seen: list[dict[str, Any]] = []
-    lock = threading.Lock()
-    failures = {"left": fail_first}
-    reported = {"calls": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
-    replies: list[dict[str, Any]] = []
-    auth: list[str | None] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
-            body = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_GET(self) -> None:
-            path = self.path.rstrip("/")
-            if path.endswith("/models"):
-                model = {"id": fake.model_id, "object": "model", "owned_by": "stub"}
-                self._send(200, {"object": "list", "data": [model]})
-            elif path == "/props" and (context_window is not None or slots is not None):
-                props: dict[str, Any] = {}
-                if context_window is not None:
-                    props["default_generation_settings"] = {"n_ctx": context_window}
-                if slots is not None:
-                    props["total_slots"] = slots
-                self._send(200, props)
-            else:
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", 0))
-            try:
-                request = json.loads(self.rfile.read(length) or b"{}")
-            except json.JSONDecodeError:
-                self._send(400, {"error": {"message": "request body is not JSON"}})
-                return
-            if not self.path.rstrip("/").endswith("/chat/completions"):
-                # not a judge call (e.g. a context-window probe of /api/show): not recorded
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
-                return
-            with lock:
-                seen.append(request)
-                auth.append(self.headers.get("Authorization"))
-                reported["calls"] += 1
-                fail = failures["left"] > 0
-                if fail:
-                    failures["left"] -= 1
-            if before_answer is not None:
-                before_answer(request)
-            if raw_reply is not None:
-                body = raw_reply[1].encode()
-                self.send_response(200)
-                self.send_header("Content-Type", raw_reply[0])
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            if fail:
-                self._send(fail_status, {"error": {"message": "stub: simulated failure"}})
-                return
-            response_format = request.get("response_format") or {}
-            if refuse_json_schema and response_format.get("type") == "json_schema":
-                message = (
-                    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
-                    "  Input should be 'text' or 'json_object' [type=literal_error, "
-                    "input_value='json_schema', input_type=str]"
-                )
-                self._send(500, {"error": {"message": message, "type": "internal_server_error"}})
-                return
-            messages = request.get("messages", [])
-            prompt = "\n\n".join(
-                _message_text(m.get("content")) for m in messages if m.get("role") == "user"
-            )
-            schema = _schema_for(request, prompt, known)
-            sent_schema = (
-                (response_format.get("json_schema") or {}).get("schema")
-                or response_format.get("schema")
-                or _schema_in_system(messages)
-            )
-            if schema is None and isinstance(sent_schema, dict):
-                # a schema the fake has no builder for (a probe's): its smallest valid instance
-                content = json.dumps(minimal_instance(sent_schema))
-            elif schema is None:
-                self._send(400, {"error": {"message": "stub: cannot tell which schema to answer"}})
-                return
-            else:
-                try:
-                    seed = request.get("seed")
-                    if getattr(fake, "vary_by_seed", False) and isinstance(seed, int):
-                        content = fake.answer_text(prompt, schema, seed)
-                    else:  # subclasses that override answer_text(prompt, schema) keep working
-                        content = fake.answer_text(prompt, schema)
-                except Exception as exc:  # a scripted exception: the server fails this request
-                    self._send(500, {"error": {"message": f"stub: {exc}"}})
-                    return
-            prompt_tokens = sum(len(_message_text(m.get("content"))) for m in messages) // 4
-            if context_window is not None:
-                prompt_tokens = min(prompt_tokens, context_window)
-            completion_tokens = len(content) // 4
-            cached = min(cached_tokens, prompt_tokens)
-            usage: dict[str, Any] = {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            }
-            extra: dict[str, Any] = {}
-            if cached_tokens and cached_field == "openai":
-                usage["prompt_tokens_details"] = {"cached_tokens": cached}
-            elif cached_tokens:
-                extra["timings"] = {"cache_n": cached, "prompt_n": prompt_tokens - cached}
-            if tokens_per_s is not None:
-                extra.setdefault("timings", {})["predicted_per_second"] = tokens_per_s
-            with lock:
-                reported["prompt_tokens"] += prompt_tokens
-                reported["cached_tokens"] += cached
-                reported["completion_tokens"] += completion_tokens
-                replies.append(
-                    {
-                        "schema": (response_format.get("json_schema") or {}).get("name"),
-                        "prompt_tokens": prompt_tokens,
-                        "cached_tokens": cached,
-                        "completion_tokens": completion_tokens,
-                    }
-                )
-            self._send(
-                200,
-                {
-                    **extra,
-                    "id": f"chatcmpl-stub-{len(seen)}",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": request.get("model", fake.model_id),
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": content},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": usage,
-                },
-            )
-
-    server = _QuietServer(("127.0.0.1", port), Handler)
+    state = _Stub(
+        fake=judge if judge is not None else FakeJudge(),
+        known={**_SCHEMAS_BY_NAME, **{s.__name__: s for s in schemas}},
+        fail_left=fail_first,
+        fail_status=fail_status,
+        refuse_json_schema=refuse_json_schema,
+        context_window=context_window,
+        cached_tokens=cached_tokens,
+        cached_field=cached_field,
+        slots=slots,
+        before_answer=before_answer,
+        raw_reply=raw_reply,
+        tokens_per_s=tokens_per_s,
+    )
+    server = _QuietServer(("127.0.0.1", port), _Handler)
+    server.stub = state
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="stub-server", daemon=True)
     thread.start()
     url = StubURL(f"http://127.0.0.1:{server.server_address[1]}/v1")
-    url.requests = seen
-    url.judge = fake
-    url.usage = reported
-    url.replies = replies
-    url.auth = auth
+    url.requests = state.seen
+    url.judge = state.fake
+    url.usage = state.reported
+    url.replies = state.replies
+    url.auth = state.auth
     try:
         yield url
     finally:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@dataclass
+class _Stub:
+    """One stub server's settings (see :func:`stub_server`) and what it saw, shared by the
+    request threads under ``lock``."""
+
+    fake: FakeJudge
+    known: dict[str, type[BaseModel]]
+    fail_left: int
+    fail_status: int
+    refuse_json_schema: bool
+    context_window: int | None
+    cached_tokens: int
+    cached_field: Literal["openai", "llama"]
+    slots: int | None
+    before_answer: Callable[[dict[str, Any]], None] | None
+    raw_reply: tuple[str, str] | None
+    tokens_per_s: float | None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    seen: list[dict[str, Any]] = field(default_factory=list)
+    reported: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            ("calls", "prompt_tokens", "cached_tokens", "completion_tokens"), 0
+        )
+    )
+    replies: list[dict[str, Any]] = field(default_factory=list)
+    auth: list[str | None] = field(default_factory=list)
+
+    def props(self) -> dict[str, Any] | None:
+        """What ``GET /props`` publishes, as llama.cpp does (None: no such route)."""
+        if self.context_window is None and self.slots is None:
+            return None
+        props: dict[str, Any] = {}
+        if self.context_window is not None:
+            props["default_generation_settings"] = {"n_ctx": self.context_window}
+        if self.slots is not None:
+            props["total_slots"] = self.slots
+        return props
+
+    def received(self, request: dict[str, Any], authorization: str | None) -> bool:
+        """Record a chat request; whether it is one of the first ``fail_first`` (to fail)."""
+        with self.lock:
+            self.seen.append(request)
+            self.auth.append(authorization)
+            self.reported["calls"] += 1
+            fail = self.fail_left > 0
+            if fail:
+                self.fail_left -= 1
+        return fail
+
+    def refusal(self, request: dict[str, Any]) -> str | None:
+        """llama-cpp-python's error for a ``json_schema`` response format, when imitating it."""
+        response_format = request.get("response_format") or {}
+        if not (self.refuse_json_schema and response_format.get("type") == "json_schema"):
+            return None
+        return (
+            "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
+            "  Input should be 'text' or 'json_object' [type=literal_error, "
+            "input_value='json_schema', input_type=str]"
+        )
+
+    def content(self, request: dict[str, Any]) -> str:
+        """The fake's reply text for ``request``; :class:`_NoSchema` when the schema cannot be
+        told, and a scripted exception propagates (the request fails)."""
+        response_format = request.get("response_format") or {}
+        messages = request.get("messages", [])
+        prompt = "\n\n".join(
+            _message_text(m.get("content")) for m in messages if m.get("role") == "user"
+        )
+        schema = _schema_for(request, prompt, self.known)
+        if schema is None:
+            sent = (
+                (response_format.get("json_schema") or {}).get("schema")
+                or response_format.get("schema")
+                or _schema_in_system(messages)
+            )
+            if isinstance(sent, dict):  # a schema the fake has no builder for (a probe's)
+                return json.dumps(minimal_instance(sent))
+            raise _NoSchema
+        seed = request.get("seed")
+        if getattr(self.fake, "vary_by_seed", False) and isinstance(seed, int):
+            return self.fake.answer_text(prompt, schema, seed)
+        return self.fake.answer_text(prompt, schema)  # overrides of (prompt, schema) keep working
+
+    def completion(self, request: dict[str, Any], content: str) -> dict[str, Any]:
+        """The chat completion answering ``request`` with ``content``, its usage counted."""
+        messages = request.get("messages", [])
+        prompt_tokens = sum(len(_message_text(m.get("content"))) for m in messages) // 4
+        if self.context_window is not None:
+            prompt_tokens = min(prompt_tokens, self.context_window)
+        completion_tokens = len(content) // 4
+        cached = min(self.cached_tokens, prompt_tokens)
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        extra: dict[str, Any] = {}
+        if self.cached_tokens and self.cached_field == "openai":
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        elif self.cached_tokens:
+            extra["timings"] = {"cache_n": cached, "prompt_n": prompt_tokens - cached}
+        if self.tokens_per_s is not None:
+            extra.setdefault("timings", {})["predicted_per_second"] = self.tokens_per_s
+        response_format = request.get("response_format") or {}
+        with self.lock:
+            self.reported["prompt_tokens"] += prompt_tokens
+            self.reported["cached_tokens"] += cached
+            self.reported["completion_tokens"] += completion_tokens
+            self.replies.append(
+                {
+                    "schema": (response_format.get("json_schema") or {}).get("name"),
+                    "prompt_tokens": prompt_tokens,
+                    "cached_tokens": cached,
+                    "completion_tokens": completion_tokens,
+                }
+            )
+            number = len(self.seen)
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": content},
+            "finish_reason": "stop",
+        }
+        return {
+            **extra,
+            "id": f"chatcmpl-stub-{number}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": request.get("model", self.fake.model_id),
+            "choices": [choice],
+            "usage": usage,
+        }
+
+
+class _NoSchema(Exception):
+    """The stub cannot tell which schema a request wants."""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One request to a stub server; its :class:`_Stub` is ``self.server.stub``."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        self._send_body(status, "application/json", json.dumps(payload).encode())
+
+    def _send_body(self, status: int, content_type: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        stub: _Stub = self.server.stub  # type: ignore[attr-defined]
+        path = self.path.rstrip("/")
+        props = stub.props()
+        if path.endswith("/models"):
+            model = {"id": stub.fake.model_id, "object": "model", "owned_by": "stub"}
+            self._send(200, {"object": "list", "data": [model]})
+        elif path == "/props" and props is not None:
+            self._send(200, props)
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        stub: _Stub = self.server.stub  # type: ignore[attr-defined]
+        length = int(self.headers.get("Content-Length", 0))
+        try:
+            request = json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError:
+            self._send(400, {"error": {"message": "request body is not JSON"}})
+            return
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            # not a judge call (e.g. a context-window probe of /api/show): not recorded
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        fail = stub.received(request, self.headers.get("Authorization"))
+        if stub.before_answer is not None:
+            stub.before_answer(request)
+        if stub.raw_reply is not None:
+            self._send_body(200, stub.raw_reply[0], stub.raw_reply[1].encode())
+            return
+        if fail:
+            self._send(stub.fail_status, {"error": {"message": "stub: simulated failure"}})
+            return
+        refused = stub.refusal(request)
+        if refused is not None:
+            self._send(500, {"error": {"message": refused, "type": "internal_server_error"}})
+            return
+        try:
+            content = stub.content(request)
+        except _NoSchema:
+            self._send(400, {"error": {"message": "stub: cannot tell which schema to answer"}})
+            return
+        except Exception as exc:  # a scripted exception: the server fails this request
+            self._send(500, {"error": {"message": f"stub: {exc}"}})
+            return
+        self._send(200, stub.completion(request, content))
 
 
 class _QuietServer(ThreadingHTTPServer):
