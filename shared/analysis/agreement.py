@@ -244,38 +244,8 @@ def agreement(
     if not 1 <= resamples <= MAX_RESAMPLES:
         raise ValueError(f"resamples must be from 1 to {MAX_RESAMPLES:,}")
     pairs = _pairs(mapping)
-    result_rows: dict[str, Mapping[str, Any]] = {}
-    for row in load_rows(results):
-        row_id = str(row["id"])
-        if row_id in result_rows:
-            raise ValueError(f"the results hold the id {row_id!r} twice; ids must be unique")
-        result_rows[row_id] = row
-    if not result_rows:
-        raise ValueError("the results hold no row: nothing to agree with")
-    for metric, label in pairs:  # a misspelt name is an error, not n=0 (as in compare)
-        if not any(metric in r for r in result_rows.values()):
-            have = sorted({k for r in result_rows.values() for k, v in r.items() if _numeric(v)})
-            raise ValueError(
-                f"the results have no sub-score {metric!r} (for --map {metric}={label}); "
-                f"have: {', '.join(have) or 'none'}"
-            )
-    label_rows_list = (
-        read_labels(labels)
-        if isinstance(labels, str | Path)
-        else [{**dict(r), "_position": i} for i, r in enumerate(labels, start=1)]
-    )
-    if not label_rows_list:
-        where = f" {Path(labels).name}" if isinstance(labels, str | Path) else ""
-        raise ValueError(f"the labels{where} hold no row: nothing to agree with")
-    label_rows: dict[str, Mapping[str, Any]] = {}
-    for row in label_rows_list:
-        row_id = _label_id(row, id_column)
-        if row_id in label_rows:
-            raise ValueError(f"the labels hold the id {row_id!r} twice; ids must be unique")
-        label_rows[row_id] = row
-    for metric, label in pairs:
-        if not any(label in r for r in label_rows.values()):
-            raise ValueError(f"the labels have no column {label!r} (for --map {metric}={label})")
+    result_rows = _result_rows(results, pairs)
+    label_rows = _label_rows(labels, pairs, id_column)
     for column in (group_column, system_column):
         if column and not any(column in r for r in (*label_rows.values(), *result_rows.values())):
             raise ValueError(f"neither the labels nor the results have a column {column!r}")
@@ -338,6 +308,54 @@ def agreement(
         system_column=system_column,
         threshold=threshold,
     )
+
+
+def _result_rows(
+    results: Results, pairs: Sequence[tuple[str, str]]
+) -> dict[str, Mapping[str, Any]]:
+    """The results rows by id; an id held twice, no row, or a metric no row has is an error."""
+    result_rows: dict[str, Mapping[str, Any]] = {}
+    for row in load_rows(results):
+        row_id = str(row["id"])
+        if row_id in result_rows:
+            raise ValueError(f"the results hold the id {row_id!r} twice; ids must be unique")
+        result_rows[row_id] = row
+    if not result_rows:
+        raise ValueError("the results hold no row: nothing to agree with")
+    for metric, label in pairs:  # a misspelt name is an error, not n=0 (as in compare)
+        if not any(metric in r for r in result_rows.values()):
+            have = sorted({k for r in result_rows.values() for k, v in r.items() if _numeric(v)})
+            raise ValueError(
+                f"the results have no sub-score {metric!r} (for --map {metric}={label}); "
+                f"have: {', '.join(have) or 'none'}"
+            )
+    return result_rows
+
+
+def _label_rows(
+    labels: str | Path | Sequence[Mapping[str, Any]],
+    pairs: Sequence[tuple[str, str]],
+    id_column: str,
+) -> dict[str, Mapping[str, Any]]:
+    """The labels rows by id; an id held twice, no row, or a label no row has is an error."""
+    label_rows_list = (
+        read_labels(labels)
+        if isinstance(labels, str | Path)
+        else [{**dict(r), "_position": i} for i, r in enumerate(labels, start=1)]
+    )
+    if not label_rows_list:
+        where = f" {Path(labels).name}" if isinstance(labels, str | Path) else ""
+        raise ValueError(f"the labels{where} hold no row: nothing to agree with")
+    label_rows: dict[str, Mapping[str, Any]] = {}
+    for row in label_rows_list:
+        row_id = _label_id(row, id_column)
+        if row_id in label_rows:
+            raise ValueError(f"the labels hold the id {row_id!r} twice; ids must be unique")
+        label_rows[row_id] = row
+    for metric, label in pairs:
+        if not any(label in r for r in label_rows.values()):
+            raise ValueError(f"the labels have no column {label!r} (for --map {metric}={label})")
+    return label_rows
 
 
 def _pairs(

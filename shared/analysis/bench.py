@@ -508,8 +508,8 @@ def _agreement(
         out.append(
             RatingAgreement(
                 rating=pair.label,
-                summary=Estimate(**asdict(first.spearman)),
-                system=None if system is None else Estimate(**asdict(system.spearman)),
+                summary=first.spearman,
+                system=None if system is None else system.spearman,
                 level=first.level,
             )
         )

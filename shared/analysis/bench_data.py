@@ -19,7 +19,7 @@ from typing import Any
 
 from ..core.redact import register_secret, safe_record, url_secrets
 from ..evaluation.options import DEFAULT_TIMEOUT
-from .agreement import _label_id, label_value, parse_mapping, read_labels
+from .agreement import Estimate, _label_id, label_value, parse_mapping, read_labels
 
 METRICS = ("ours", "ours-two-call", "deepeval", "ragas")
 """The metrics :func:`bench` knows, in the order they are run and shown: ours in both reply
@@ -419,14 +419,6 @@ def _batches(items: Sequence[BenchItem], size: int = 16) -> list[list[BenchItem]
 # ---------------------------------------------------------------------------------------------
 # Results
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Estimate:
-    value: float | None
-    low: float | None = None
-    high: float | None = None
-    units: int = 0
 
 
 @dataclass
