@@ -124,22 +124,36 @@ async def acheck_judge(judge: Any, *, timeout: float = 10.0) -> JudgeCheck:
     then skipped). Never raises for a judge that fails: that is what the result says."""
     inner = base_judge(judge)
     result = JudgeCheck()
-    base_url = getattr(inner, "base_url", None)
-    if base_url:
-        api_key = getattr(getattr(inner, "client", None), "api_key", None)
-        problem = await check_reachable(base_url, api_key, timeout=timeout)
-        if problem:
-            result.lines.append(
-                CheckLine(
-                    "reachable",
-                    "fail",
-                    problem,
-                    "start the server, or fix --base-url (it ends in /v1 for most servers)",
-                )
-            )
-            return result
-        result.lines.append(CheckLine("reachable", "ok", base_url))
+    if not await _check_reachable(inner, result, timeout) or not await _check_output(inner, result):
+        return result
+    await _check_context_window(inner, result)
+    await _check_canary(inner, result)
+    return result
 
+
+async def _check_reachable(inner: Any, result: JudgeCheck, timeout: float) -> bool:
+    """The ``reachable`` line (none for a judge without a server); False when it failed."""
+    base_url = getattr(inner, "base_url", None)
+    if not base_url:
+        return True
+    api_key = getattr(getattr(inner, "client", None), "api_key", None)
+    problem = await check_reachable(base_url, api_key, timeout=timeout)
+    if problem:
+        result.lines.append(
+            CheckLine(
+                "reachable",
+                "fail",
+                problem,
+                "start the server, or fix --base-url (it ends in /v1 for most servers)",
+            )
+        )
+        return False
+    result.lines.append(CheckLine("reachable", "ok", base_url))
+    return True
+
+
+async def _check_output(inner: Any, result: JudgeCheck) -> bool:
+    """The ``structured output`` and ``latency`` lines of one short call; False when it failed."""
     started = time.monotonic()
     try:
         await inner.generate(_PROBE_PROMPT, _Probe)
@@ -164,7 +178,7 @@ async def acheck_judge(judge: Any, *, timeout: float = 10.0) -> JudgeCheck:
                 "OpenAIJudge(structured=...) forces a mode",
             )
         )
-        return result
+        return False
     else:
         result.latency_s = time.monotonic() - started
         result.mode = getattr(inner, "mode", None)
@@ -188,39 +202,48 @@ async def acheck_judge(judge: Any, *, timeout: float = 10.0) -> JudgeCheck:
             else "",
         )
     )
+    return True
 
+
+async def _check_context_window(inner: Any, result: JudgeCheck) -> None:
+    """The ``context window`` line, for a judge that can ask its server."""
     window_of = getattr(inner, "context_window", None)
-    if window_of is not None:
-        from .server import DEFAULT_CONTEXT_BUDGET
+    if window_of is None:
+        return
+    from .server import DEFAULT_CONTEXT_BUDGET
 
-        window = await window_of()
-        result.context_window = window
-        if window is None:
-            result.lines.append(
-                CheckLine(
-                    "context window",
-                    "ok",
-                    "not published by the server",
-                    f"prompts go up to {DEFAULT_CONTEXT_BUDGET} estimated tokens: make sure the "
-                    "server's context is larger, or pass a smaller --context-budget "
-                    "(context_budget in Python)",
-                )
+    window = await window_of()
+    result.context_window = window
+    if window is None:
+        result.lines.append(
+            CheckLine(
+                "context window",
+                "ok",
+                "not published by the server",
+                f"prompts go up to {DEFAULT_CONTEXT_BUDGET} estimated tokens: make sure the "
+                "server's context is larger, or pass a smaller --context-budget "
+                "(context_budget in Python)",
             )
-        elif window - REPLY_ROOM < DEFAULT_CONTEXT_BUDGET:
-            budget = context_budget_for(window, DEFAULT_CONTEXT_BUDGET)
-            result.lines.append(
-                CheckLine(
-                    "context window",
-                    "caveat",
-                    f"{window} tokens, less than the default prompt budget "
-                    f"({DEFAULT_CONTEXT_BUDGET}) plus room for the reply",
-                    f"pass --context-budget {budget} (context_budget={budget} in Python), or "
-                    "raise the server's context "
-                    "(llama.cpp: -c, shared by -np slots; Ollama: num_ctx; vLLM: --max-model-len)",
-                )
+        )
+    elif window - REPLY_ROOM < DEFAULT_CONTEXT_BUDGET:
+        budget = context_budget_for(window, DEFAULT_CONTEXT_BUDGET)
+        result.lines.append(
+            CheckLine(
+                "context window",
+                "caveat",
+                f"{window} tokens, less than the default prompt budget "
+                f"({DEFAULT_CONTEXT_BUDGET}) plus room for the reply",
+                f"pass --context-budget {budget} (context_budget={budget} in Python), or "
+                "raise the server's context "
+                "(llama.cpp: -c, shared by -np slots; Ollama: num_ctx; vLLM: --max-model-len)",
             )
-        else:
-            result.lines.append(CheckLine("context window", "ok", f"{window} tokens"))
+        )
+    else:
+        result.lines.append(CheckLine("context window", "ok", f"{window} tokens"))
+
+
+async def _check_canary(inner: Any, result: JudgeCheck) -> None:
+    """The ``canary`` line: a known pair (one claim supported, one not) judged."""
 
     def check(answer: p.ClaimVerdicts) -> None:
         if [v.index for v in answer.verdicts] != [1, 2]:
@@ -255,7 +278,6 @@ async def acheck_judge(judge: Any, *, timeout: float = 10.0) -> JudgeCheck:
                 "" if right else "this model misjudges an easy pair: use a stronger model",
             )
         )
-    return result
 
 
 def check_judge(judge: Any, *, timeout: float = 10.0) -> JudgeCheck:
