@@ -14,7 +14,6 @@ from typing import Annotated, Any
 import typer
 
 from .. import ScoreOptions
-from ..adapter_kit import DEFAULTS, option_help
 from ..core.redact import command_line
 from ..evaluation.options import RUN_DEFAULTS, RunSettings
 from ..runs.inputs import Columns, InputError
@@ -33,6 +32,7 @@ from ..runs.results import (  # noqa: F401
     spread_keys,
 )
 from ..runs.runner import plan_run, stale_reason
+from . import flags
 from .common import (  # noqa: F401 (the names app had, re-exported)
     ENABLE_HINT,
     EXIT_INTERRUPTED,
@@ -61,6 +61,7 @@ from .common import (  # noqa: F401 (the names app had, re-exported)
     run_report_info,
 )
 from .engines import Engine, Job, LocalEngine, RateColumn  # noqa: F401 (RateColumn: was here)
+from .flags import options_from_flags, with_option_flags
 from .judge_wait import InFlightJudge  # noqa: F401
 from .paths import PathProblem, check_run_paths
 from .report import (
@@ -120,13 +121,8 @@ def main(
     """Score LLM-written summaries against their sources; write results and an HTML report."""
 
 
-def _core(name: str, *flags: str, **kwargs: Any) -> Any:
-    """The flag of core option ``name``, with the help declared in
-    :mod:`shared.evaluation.options`."""
-    return typer.Option(*flags, help=option_help(name), **kwargs)
-
-
 @app.command()
+@with_option_flags
 def score(
     ctx: typer.Context,
     input_path: Annotated[
@@ -157,73 +153,22 @@ def score(
         str,
         typer.Option(help="Column with the row's own questions (JSON list, or one per line)."),
     ] = "questions",
-    model: Annotated[
-        str | None, typer.Option(help="Judge model (env OPENAI_MODEL, else gpt-4o-mini).")
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            help="OpenAI-compatible server, e.g. http://localhost:11434/v1 (env OPENAI_BASE_URL)."
-        ),
-    ] = None,
+    model: flags.Model = None,
+    base_url: flags.BaseUrl = None,
+    api_key: flags.ApiKey = None,
+    timeout: flags.Timeout = RUN_DEFAULTS.timeout,
+    price_in: flags.PriceIn = None,
+    price_cached: flags.PriceCached = None,
+    price_out: flags.PriceOut = None,
     no_judge: Annotated[
         bool, typer.Option("--no-judge", help="Score only what needs no judge, even if one is set.")
     ] = False,
-    n: Annotated[int, _core("n", "--n")] = DEFAULTS.n,
-    beta: Annotated[float, _core("beta")] = DEFAULTS.beta,
-    combine: Annotated[str, _core("combine")] = DEFAULTS.combine,
-    dimensions: Annotated[
-        str | None,
-        typer.Option(help="Comma-separated text dimensions to compute (default: all)."),
-    ] = None,
-    concurrency: Annotated[
-        int, typer.Option(min=1, help="Rows scored at once, and judge calls in flight at most.")
-    ] = DEFAULTS.concurrency,
-    retries: Annotated[int, _core("retries", min=0)] = DEFAULTS.retries,
-    spacy_model: Annotated[
-        str,
-        typer.Option(
-            help="spaCy pipeline for English, or one per language: de=de_core_news_sm,"
-            "fr=fr_core_news_md."
-        ),
-    ] = DEFAULTS.spacy_model,
-    language: Annotated[str | None, _core("language")] = DEFAULTS.language,
-    density_target: Annotated[float, _core("density_target")] = DEFAULTS.density_target,
-    density_tolerance: Annotated[float, _core("density_tolerance")] = DEFAULTS.density_tolerance,
-    coherence_formula: Annotated[str, _core("coherence_formula")] = DEFAULTS.coherence_formula,
-    context_budget: Annotated[int, _core("context_budget")] = DEFAULTS.context_budget,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            min=1,
-            max=MAX_TIMEOUT,
-            callback=_finite,
-            help="Seconds one judge call may take, its retries included, before it counts as "
-            "failed (default 120; raised to fit a slow server's measured speed when not given).",
-        ),
-    ] = RUN_DEFAULTS.timeout,
-    api_key: Annotated[
-        str | None, typer.Option(help="The judge server's API key (env OPENAI_API_KEY).")
-    ] = None,
-    price_in: Annotated[
-        float | None,
-        typer.Option(min=0, help="US$ per million prompt tokens (default: the price table)."),
-    ] = None,
-    price_cached: Annotated[
-        float | None,
-        typer.Option(min=0, help="US$ per million cached prompt tokens (default: --price-in)."),
-    ] = None,
-    price_out: Annotated[
-        float | None, typer.Option(min=0, help="US$ per million completion tokens.")
-    ] = None,
     dry_run: Annotated[
         bool,
         typer.Option(
             "--dry-run", help="Print the estimated judge calls, tokens and cost; call no judge."
         ),
     ] = False,
-    samples: Annotated[int, _core("samples", min=1)] = DEFAULTS.samples,
-    judge_path: Annotated[str, _core("judge_path")] = DEFAULTS.judge_path,
     flip_threshold: Annotated[
         float,
         typer.Option(
@@ -268,6 +213,7 @@ def score(
     actors: Annotated[
         int, typer.Option(min=1, help="Scoring actors (--engine ray).")
     ] = RUN_DEFAULTS.actors,
+    **option_flags: Any,
 ) -> None:
     """Score every summary of INPUT; write the results file and the HTML report.
 
@@ -287,25 +233,9 @@ def score(
     except ValueError as exc:
         raise _usage_error(str(exc)) from None
     report_path = None if no_report else (report or default_report(output))
-
-    # the core's options from their flags, as one object; context_budget only when given (not
-    # given, the core fits it to the judge server's context window on either engine)
-    core: dict[str, Any] = {
-        "n": n,
-        "beta": beta,
-        "combine": combine,
-        "spacy_model": spacy_model,
-        "density_target": density_target,
-        "density_tolerance": density_tolerance,
-        "coherence_formula": coherence_formula,
-        "samples": samples,
-        "language": language,
-        "judge_path": judge_path,
-    }
-    if "context_budget" in given:
-        core["context_budget"] = context_budget
-    if dimensions is not None:
-        core["dimensions"] = [d.strip() for d in dimensions.split(",") if d.strip()]
+    core = options_from_flags(option_flags, given)
+    # retries and concurrency shape the judge wrapper built below, not the core's options
+    retries, concurrency = core.pop("retries"), core.pop("concurrency")
     settings = RunSettings(
         timeout=timeout,
         threshold=threshold,
@@ -313,27 +243,9 @@ def score(
         actors=actors,
         concurrency=concurrency,
     )
-    try:
-        options = ScoreOptions.from_kwargs(core)
-        # retries and concurrency shape the judge wrapper built below: checked alike
-        options.merged(retries=retries, concurrency=concurrency)
-        engine_.check_settings(settings)
-    except (TypeError, ValueError) as exc:
-        raise _usage_error(f"bad option: {exc}") from None
-
+    options = _checked_options(core, engine_, settings, retries=retries)
     cache_path = None if no_cache else (cache or default_cache_path())
-    try:
-        check_run_paths(
-            input_path,
-            {
-                "results file": output,
-                "report": report_path,
-                "judge cache": None if no_judge else cache_path,
-            },
-        )
-    except PathProblem as exc:
-        raise _usage_error(str(exc)) from None
-    prices = checked_prices(model, base_url, price_in, price_cached, price_out)
+    _check_paths(input_path, output, report_path, None if no_judge else cache_path)
     judge, judge_text, recipe = build_judge(
         model=model,
         base_url=base_url,
@@ -343,46 +255,13 @@ def score(
         cache=engine_.driver_cache(cache_path),
         timeout=timeout if "timeout" in given else None,
         api_key=api_key,
-        prices=prices,
+        prices=checked_prices(model, base_url, price_in, price_cached, price_out),
         check=not dry_run,
     )
-    if judge is None and samples > 1:
-        raise _usage_error(
-            f"--samples {samples} needs a judge: only the judged sub-scores vary between "
-            f"samples ({judge_text}). Configure a judge, or drop --samples."
-        )
-    if judge is None:
-        err.print(
-            f"[bold yellow]No judge[/] ({judge_text}): scoring only the dimensions that need no "
-            "LLM; the judged ones (score, alignment, coverage and the judged text dimensions) "
-            f"are skipped. {ENABLE_HINT}"
-        )
-    else:
-        err.print(f"Judge: {literal(engine_.describe(judge_text, cache_path, settings))}")
-
+    _announce_judge(judge, judge_text, options, engine_, cache_path, settings)
     keys = score_keys()
-    try:
-        previous = engine_.previous(output)
-    except ValueError as exc:  # not UTF-8: never rewritten
-        raise _usage_error(str(exc)) from None
-    try:
-        plan = plan_run(rows, previous, judge=judge, options=options, retry_unscored=retry_unscored)
-    except (TypeError, ValueError) as exc:
-        raise _usage_error(f"bad option: {exc}") from None
+    plan = _plan(engine_, rows, output, judge, options, retry_unscored, force)
     plan.run = {"input": str(input_path), "command": command_line(sys.argv[1:])}
-    if plan.stale and not force:
-        raise _usage_error(
-            f"{len(plan.stale)} finished row(s) of {output} were scored with other settings "
-            f"({stale_reason(previous, plan)}); they are not resumed. Pass --force to score "
-            "them again and replace them, or write to a new file with -o."
-        )
-    if plan.stale:
-        err.print(f"--force: scoring {len(plan.stale)} row(s) again under the new settings.")
-    if plan.kept:
-        err.print(
-            f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {literal(output)}; "
-            f"scoring {len(plan.todo)}."
-        )
     job = Job(
         plan=plan,
         output=output,
@@ -397,26 +276,128 @@ def score(
     )
     if judge is not None and plan.todo and (engine_.judge_calls_here or dry_run):
         # (on Ray only for --dry-run: the driver makes no call, and loads no model for one)
-        from ..judge.wrappers import judge_prices
-        from .bill import estimate_run, estimate_text
-
-        pairs = [(r.source, r.summary) for r in plan.todo if r.error is None]
-        try:
-            estimate = estimate_run(pairs, options, every_row=dry_run)
-        except Exception as exc:  # an estimate must never stop a run
-            err.print(f"[yellow]No estimate:[/] {type(exc).__name__}: {exc}")
-        else:
-            job.expected_completion, job.expected_calls = estimate.completion_tokens, estimate.calls
-            err.print(estimate_text(estimate, judge_prices(judge)))
+        _estimate(job, every_row=dry_run)
     if dry_run:
         err.print("--dry-run: no judge was called.")
         raise typer.Exit(EXIT_OK)
+    all_rows = _run(engine_, job, output)
+    bill = _print_bill(judge) if engine_.judge_calls_here else ""
+    skipped = _skipped(keys) if judge is None else []
+    flips = flip_threshold if options.samples > 1 and judge is not None else None
+    if report_path is not None:
+        info = run_report_info(input_path, output, judge_text, skipped, threshold, flips)
+        info.bill = bill
+        write_report(report_path, all_rows, keys, info, worst=worst)
+    _print_table(all_rows, keys, threshold)
+    if flips is not None:
+        _print_stability(all_rows, keys, flips)
+    raise typer.Exit(_finish(all_rows, output, report_path, skipped))
 
+
+def _checked_options(
+    core: dict[str, Any], engine: Engine, settings: RunSettings, *, retries: int
+) -> ScoreOptions:
+    """The core's options from their flags, every value checked before any judge is built."""
     try:
-        all_rows = engine_.run(job)
+        options = ScoreOptions.from_kwargs(core)
+        # retries and concurrency shape the judge wrapper: checked alike
+        options.merged(retries=retries, concurrency=settings.concurrency)
+        engine.check_settings(settings)
+    except (TypeError, ValueError) as exc:
+        raise _usage_error(f"bad option: {exc}") from None
+    return options
+
+
+def _check_paths(input_path: Path, output: Path, report: Path | None, cache: Path | None) -> None:
+    """No output of the run is the input, another output, or a folder."""
+    try:
+        check_run_paths(
+            input_path, {"results file": output, "report": report, "judge cache": cache}
+        )
+    except PathProblem as exc:
+        raise _usage_error(str(exc)) from None
+
+
+def _announce_judge(
+    judge: Any,
+    judge_text: str,
+    options: ScoreOptions,
+    engine: Engine,
+    cache_path: Path | None,
+    settings: RunSettings,
+) -> None:
+    """The judge line on stderr; --samples without a judge is a usage error."""
+    if judge is None and options.samples > 1:
+        raise _usage_error(
+            f"--samples {options.samples} needs a judge: only the judged sub-scores vary "
+            f"between samples ({judge_text}). Configure a judge, or drop --samples."
+        )
+    if judge is None:
+        err.print(
+            f"[bold yellow]No judge[/] ({judge_text}): scoring only the dimensions that need no "
+            "LLM; the judged ones (score, alignment, coverage and the judged text dimensions) "
+            f"are skipped. {ENABLE_HINT}"
+        )
+    else:
+        err.print(f"Judge: {literal(engine.describe(judge_text, cache_path, settings))}")
+
+
+def _plan(
+    engine: Engine,
+    rows: Any,
+    output: Path,
+    judge: Any,
+    options: ScoreOptions,
+    retry_unscored: bool,
+    force: bool,
+) -> Any:
+    """Which rows to score and which an earlier run finished (a stale row only with --force)."""
+    try:
+        previous = engine.previous(output)
+    except ValueError as exc:  # not UTF-8: never rewritten
+        raise _usage_error(str(exc)) from None
+    try:
+        plan = plan_run(rows, previous, judge=judge, options=options, retry_unscored=retry_unscored)
+    except (TypeError, ValueError) as exc:
+        raise _usage_error(f"bad option: {exc}") from None
+    if plan.stale and not force:
+        raise _usage_error(
+            f"{len(plan.stale)} finished row(s) of {output} were scored with other settings "
+            f"({stale_reason(previous, plan)}); they are not resumed. Pass --force to score "
+            "them again and replace them, or write to a new file with -o."
+        )
+    if plan.stale:
+        err.print(f"--force: scoring {len(plan.stale)} row(s) again under the new settings.")
+    if plan.kept:
+        err.print(
+            f"Resuming: {len(plan.kept)} of {len(rows)} rows already done in {literal(output)}; "
+            f"scoring {len(plan.todo)}."
+        )
+    return plan
+
+
+def _estimate(job: Job, *, every_row: bool) -> None:
+    """The estimated calls, tokens and cost on stderr, kept on ``job`` for the progress line."""
+    from ..judge.wrappers import judge_prices
+    from .bill import estimate_run, estimate_text
+
+    pairs = [(r.source, r.summary) for r in job.plan.todo if r.error is None]
+    try:
+        estimate = estimate_run(pairs, job.options, every_row=every_row)
+    except Exception as exc:  # an estimate must never stop a run
+        err.print(f"[yellow]No estimate:[/] {type(exc).__name__}: {exc}")
+    else:
+        job.expected_completion, job.expected_calls = estimate.completion_tokens, estimate.calls
+        err.print(estimate_text(estimate, judge_prices(job.judge)))
+
+
+def _run(engine: Engine, job: Job, output: Path) -> list[dict[str, Any]]:
+    """Every row of the results after the run; on Ctrl-C what was kept, and exit 130."""
+    try:
+        return engine.run(job)
     except KeyboardInterrupt:
         try:
-            saved = {str(row.get("id")) for row in engine_.previous(output)}
+            saved = {str(row.get("id")) for row in engine.previous(output)}
             done = f"{len(saved)} finished rows are"
         except Exception:  # the count is a courtesy: the rows are saved either way
             done = "Finished rows are"
@@ -424,22 +405,9 @@ def score(
             f"\n[bold yellow]Interrupted.[/] {done} saved in {literal(output)}; "
             "run the same command again to resume (answers already paid for are cached)."
         )
-        if engine_.judge_calls_here:
-            _print_bill(judge)
+        if engine.judge_calls_here:
+            _print_bill(job.judge)
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    bill = _print_bill(judge) if engine_.judge_calls_here else ""
-
-    skipped = _skipped(keys) if judge is None else []
-    flips = flip_threshold if samples > 1 and judge is not None else None
-    if report_path is not None:
-        info = run_report_info(input_path, output, judge_text, skipped, threshold, flips)
-        info.bill = bill
-        write_report(report_path, all_rows, keys, info, worst=worst)
-
-    _print_table(all_rows, keys, threshold)
-    if flips is not None:
-        _print_stability(all_rows, keys, flips)
-    raise typer.Exit(_finish(all_rows, output, report_path, skipped))
 
 
 def _engine(name: str, ray_address: str | None) -> Engine:

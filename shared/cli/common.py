@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import math
 import os
 import sys
 import warnings
@@ -29,6 +28,7 @@ from ..runs.results import (
     STATUS_UNSCORED,
     Row,
 )
+from .flags import MAX_TIMEOUT, _finite  # noqa: F401 (their home is flags)
 from .judge_wait import InFlightJudge
 from .report import ReportInfo, stability_section
 from .table import SHORT_NAMES, error_type_lines, results_table
@@ -194,17 +194,6 @@ def checked_prices(
     except (TypeError, ValueError) as exc:
         raise _usage_error(str(exc)) from None
     return prices
-
-
-MAX_TIMEOUT = 86_400.0
-"""Longest --timeout, in seconds (a day): ``inf`` would let one hung call hold the run forever."""
-
-
-def _finite(value: float | None) -> float | None:
-    """Refuse NaN (and infinities): click's ranges let NaN through, every comparison being false."""
-    if value is not None and not math.isfinite(value):
-        raise typer.BadParameter(f"must be a finite number, got {value}")
-    return value
 
 
 def fit_to_server(

@@ -1,0 +1,202 @@
+"""The command line's flags, each written once.
+
+- The scoring options' flags are built from their declaration
+  (:class:`~shared.evaluation.options.OptionFields`): the name, the type, the default and the
+  help come from the field, so a new option is a new ``--flag`` with no edit here. Only what a
+  flag needs beyond the declaration is written below: the options that are no flag
+  (:data:`NOT_FLAGS`), a short alias, a range click checks before the core does, or the text
+  form of an option whose Python form is a list or a mapping (:data:`FLAG_FORM`).
+- The judge's and the prices' flags (``--model``, ``--base-url``, ``--api-key``, ``--timeout``,
+  ``--price-*``) are Annotated types that every command taking a judge uses alike
+  (``score``, ``bench``, ``check-judge``).
+
+:func:`with_option_flags` puts the option flags into a command's signature, where typer reads
+them; the command receives them as keywords and turns them into options with
+:func:`options_from_flags`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from ..evaluation.options import DEFAULTS, MAX_N, RUN_DEFAULTS, OptionFields
+
+PANEL_OPTIONS = "Scoring options"
+PANEL_JUDGE = "Judge"
+
+MAX_TIMEOUT = 86_400.0
+"""Longest --timeout, in seconds (a day): ``inf`` would let one hung call hold the run forever."""
+
+
+def _finite(value: float | None) -> float | None:
+    """Refuse NaN (and infinities): click's ranges let NaN through, every comparison being false."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number, got {value}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# The judge's and the prices' flags
+# ---------------------------------------------------------------------------------------------
+
+Model = Annotated[
+    str | None,
+    typer.Option(
+        help="Judge model (env OPENAI_MODEL, else gpt-4o-mini).", rich_help_panel=PANEL_JUDGE
+    ),
+]
+BaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        help="OpenAI-compatible server, e.g. http://localhost:11434/v1 (env OPENAI_BASE_URL).",
+        rich_help_panel=PANEL_JUDGE,
+    ),
+]
+ApiKey = Annotated[
+    str | None,
+    typer.Option(
+        help="The judge server's API key (env OPENAI_API_KEY; a local server needs none).",
+        rich_help_panel=PANEL_JUDGE,
+    ),
+]
+Timeout = Annotated[
+    float,
+    typer.Option(
+        min=1,
+        max=MAX_TIMEOUT,
+        callback=_finite,
+        help="Seconds one judge call may take, its retries included, before it counts as "
+        f"failed (default {RUN_DEFAULTS.timeout:g}; raised to fit a slow server's measured "
+        "speed when not given).",
+        rich_help_panel=PANEL_JUDGE,
+    ),
+]
+PriceIn = Annotated[
+    float | None,
+    typer.Option(
+        min=0,
+        help="US$ per million prompt tokens (default: the price table).",
+        rich_help_panel=PANEL_JUDGE,
+    ),
+]
+PriceCached = Annotated[
+    float | None,
+    typer.Option(
+        min=0,
+        help="US$ per million cached prompt tokens (default: --price-in).",
+        rich_help_panel=PANEL_JUDGE,
+    ),
+]
+PriceOut = Annotated[
+    float | None,
+    typer.Option(min=0, help="US$ per million completion tokens.", rich_help_panel=PANEL_JUDGE),
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# The scoring options' flags, from their declaration
+# ---------------------------------------------------------------------------------------------
+
+NOT_FLAGS = {
+    "questions": "each row's own questions come from a column (--questions-column)",
+    "cache": "--cache PATH and --no-cache choose the judge cache",
+    "embedder": "an object with embed(): Python only",
+}
+"""Options with no flag of their own, and why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FlagForm:
+    """What a flag needs beyond its option's declaration."""
+
+    aliases: tuple[str, ...] = ()
+    """Flag names other than ``--<name>``."""
+    help: str | None = None
+    """The help, where the flag's text form differs from the Python value (a list, a mapping)."""
+    range: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """click's ``min``/``max``: a range error before the core's own check."""
+    text: bool = False
+    """Comma-separated text, None by default (the core's default): a list option."""
+
+
+FLAG_FORM: dict[str, FlagForm] = {
+    "n": FlagForm(aliases=("--n",), range={"min": 1, "max": MAX_N}),
+    "retries": FlagForm(range={"min": 0}),
+    "samples": FlagForm(range={"min": 1}),
+    "concurrency": FlagForm(
+        help="Rows scored at once, and judge calls in flight at most.", range={"min": 1}
+    ),
+    "dimensions": FlagForm(
+        help="Comma-separated text dimensions to compute (default: all).", text=True
+    ),
+    "spacy_model": FlagForm(
+        help="spaCy pipeline for English, or one per language: de=de_core_news_sm,"
+        "fr=fr_core_news_md."
+    ),
+}
+
+
+def option_flag_names() -> tuple[str, ...]:
+    """The options that are flags, in declaration order."""
+    return tuple(f.name for f in dataclasses.fields(OptionFields) if f.name not in NOT_FLAGS)
+
+
+def _flag_parameter(name: str) -> inspect.Parameter:
+    field = next(f for f in dataclasses.fields(OptionFields) if f.name == name)
+    form = FLAG_FORM.get(name, FlagForm())
+    default = getattr(DEFAULTS, name)
+    if form.text or default is None:
+        kind: Any = str | None
+        default = None if form.text else default
+    elif isinstance(default, bool | int | float):
+        kind = type(default)
+    else:
+        kind = str
+    flags = form.aliases or (f"--{name.replace('_', '-')}",)
+    option = typer.Option(
+        *flags,
+        help=form.help or field.metadata["help"],
+        rich_help_panel=PANEL_OPTIONS,
+        **form.range,
+    )
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, option]
+    )
+
+
+def with_option_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` with a flag for every scoring option in its signature, where its ``**kwargs``
+    stood; typer passes them to it by name. A parameter the command declares itself wins."""
+    signature = inspect.signature(command, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    names = {p.name for p in own}
+    added = [_flag_parameter(name) for name in option_flag_names() if name not in names]
+    command.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*own, *added]
+    )
+    return command
+
+
+def options_from_flags(values: dict[str, Any], given: frozenset[str]) -> dict[str, Any]:
+    """The option keywords of a command's flag values: a list option's text split at commas,
+    and an option the user did not give left out where "not given" is a choice the core makes
+    (``context_budget``: fitted to the judge server's context window)."""
+    core: dict[str, Any] = {}
+    for name in option_flag_names():
+        if name not in values:
+            continue
+        value = values[name]
+        if FLAG_FORM.get(name, FlagForm()).text:
+            if value is None:
+                continue
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        elif name == "context_budget" and name not in given:
+            continue
+        core[name] = value
+    return core
