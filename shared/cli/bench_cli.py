@@ -30,7 +30,9 @@ from ..analysis.bench import (
 )
 from ..analysis.comparison import DEFAULT_RESAMPLES
 from ..core.redact import safe_record
-from ..evaluation.options import DEFAULT_TIMEOUT
+from ..evaluation.options import RUN_DEFAULTS
+from ..judge.server import DEFAULT_MODEL
+from . import flags
 from .paths import PathProblem, check_run_paths
 
 EXIT_OK, EXIT_METRIC_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -45,18 +47,9 @@ def _usage_error(message: str) -> typer.Exit:
 
 
 def bench_command(
-    model: Annotated[
-        str | None,
-        typer.Option(help="Judge model name (default: OPENAI_MODEL). Every metric uses it."),
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(help="OpenAI-compatible server (default: OPENAI_BASE_URL, else OpenAI)."),
-    ] = None,
-    api_key: Annotated[
-        str | None,
-        typer.Option(help="API key (default: OPENAI_API_KEY; a local server needs none)."),
-    ] = None,
+    model: flags.Model = None,
+    base_url: flags.BaseUrl = None,
+    api_key: flags.ApiKey = None,
     metrics: Annotated[
         str,
         typer.Option(
@@ -125,19 +118,10 @@ def bench_command(
     resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = (
         DEFAULT_RESAMPLES
     ),
-    price_in: Annotated[
-        float | None, typer.Option(min=0.0, help="US$ per million input tokens.")
-    ] = None,
-    price_cached: Annotated[
-        float | None,
-        typer.Option(min=0.0, help="US$ per million cached input tokens (default: --price-in)."),
-    ] = None,
-    price_out: Annotated[
-        float | None, typer.Option(min=0.0, help="US$ per million output tokens.")
-    ] = None,
-    timeout: Annotated[
-        float, typer.Option(min=1.0, help="Seconds per judge call.")
-    ] = DEFAULT_TIMEOUT,
+    price_in: flags.PriceIn = None,
+    price_cached: flags.PriceCached = None,
+    price_out: flags.PriceOut = None,
+    timeout: flags.Timeout = RUN_DEFAULTS.timeout,
     max_tokens: Annotated[
         int | None,
         typer.Option(
@@ -150,9 +134,7 @@ def bench_command(
 
     Agreement with human ratings (SummEval by default), calls, tokens, dollars and time, side by
     side; see docs/BENCH.md."""
-    model = model or os.environ.get("OPENAI_MODEL")
-    if not model:
-        raise _usage_error("give the judge model: --model NAME (or set OPENAI_MODEL)")
+    model = model or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL
     if not (
         base_url or os.environ.get("OPENAI_BASE_URL") or api_key or os.environ.get("OPENAI_API_KEY")
     ):
@@ -161,28 +143,12 @@ def bench_command(
             "(--api-key or OPENAI_API_KEY)"
         )
     base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-    chosen = [m.strip() for m in metrics.split(",") if m.strip()]
-    unknown = [m for m in chosen if m not in METRICS]
-    if unknown or not chosen:
-        raise _usage_error(
-            f"--metrics: unknown {', '.join(unknown) or '(none given)'}; choose from "
-            f"{', '.join(METRICS)}"
-        )
+    chosen = _chosen_metrics(metrics)
     report_path = report or workdir / "bench-report.html"
     inputs = [p for p in (data, labels, summeval) if p is not None]
-    try:
-        for given in inputs:
-            check_run_paths(given, {"JSON file": json_path, "report": report_path})
-        if not inputs:
-            for what, path in (("JSON file", json_path), ("report", report_path)):
-                if path is not None and path.is_dir():
-                    raise PathProblem(f"the {what} path {path} is a folder; give a file name")
-    except PathProblem as exc:
-        raise _usage_error(str(exc)) from None
-    if json_path is not None and json_path.resolve() == report_path.resolve():
-        raise _usage_error(f"{json_path} is given for two outputs")
-    notes: list[str] = []
+    _check_bench_paths(inputs, json_path, report_path)
     items = ratings = data_name = None
+    notes: list[str] = []
     if data is not None or labels is not None or mapping:
         if data is None or labels is None or not mapping:
             raise _usage_error("your own data needs all three: --data FILE --labels FILE --map")
@@ -237,6 +203,40 @@ def bench_command(
         )
         raise typer.Exit(EXIT_INTERRUPTED) from None
     print_result(result)
+    _write_outputs(result, report_path, json_path)
+    failed = [m.name for m in result.metrics if m.error is not None or m.scored == 0]
+    raise typer.Exit(EXIT_METRIC_FAILED if failed else EXIT_OK)
+
+
+def _chosen_metrics(metrics: str) -> list[str]:
+    """The --metrics text as names, each known (a usage error otherwise)."""
+    chosen = [m.strip() for m in metrics.split(",") if m.strip()]
+    unknown = [m for m in chosen if m not in METRICS]
+    if unknown or not chosen:
+        raise _usage_error(
+            f"--metrics: unknown {', '.join(unknown) or '(none given)'}; choose from "
+            f"{', '.join(METRICS)}"
+        )
+    return chosen
+
+
+def _check_bench_paths(inputs: list[Path], json_path: Path | None, report_path: Path) -> None:
+    """No output over an input, no output that is a folder, no path given for two outputs."""
+    try:
+        for given in inputs:
+            check_run_paths(given, {"JSON file": json_path, "report": report_path})
+        if not inputs:
+            for what, path in (("JSON file", json_path), ("report", report_path)):
+                if path is not None and path.is_dir():
+                    raise PathProblem(f"the {what} path {path} is a folder; give a file name")
+    except PathProblem as exc:
+        raise _usage_error(str(exc)) from None
+    if json_path is not None and json_path.resolve() == report_path.resolve():
+        raise _usage_error(f"{json_path} is given for two outputs")
+
+
+def _write_outputs(result: BenchResult, report_path: Path, json_path: Path | None) -> None:
+    """The HTML report, and the JSON file when asked (no secret in either)."""
     from .bench_report import write_bench_report
 
     write_bench_report(report_path, result)
@@ -248,8 +248,6 @@ def bench_command(
             json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
         err.print(f"JSON: {json_path}")
-    failed = [m.name for m in result.metrics if m.error is not None or m.scored == 0]
-    raise typer.Exit(EXIT_METRIC_FAILED if failed else EXIT_OK)
 
 
 def _num(value: float | None, signed: bool = True) -> str:

@@ -7,7 +7,6 @@ Exit status: 0 usable, 1 usable with caveats (each with what to change), 2 not u
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
 
 import typer
 from rich import box
@@ -17,6 +16,7 @@ from rich.text import Text
 
 from ..evaluation.options import DEFAULT_TIMEOUT
 from ..judge.check import acheck_judge, check_reachable
+from . import flags
 from .terminal import literal, plain
 
 err = Console(stderr=True, highlight=False)
@@ -26,19 +26,10 @@ STYLE = {"ok": "green", "caveat": "yellow", "fail": "bold red"}
 
 
 def check_judge_command(
-    base_url: Annotated[
-        str | None,
-        typer.Option(help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1."),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(help="Judge model (env OPENAI_MODEL, else gpt-4o-mini).")
-    ] = None,
-    timeout: Annotated[
-        float, typer.Option(min=1, help="Seconds one judge call may take.")
-    ] = DEFAULT_TIMEOUT,
-    api_key: Annotated[
-        str | None, typer.Option(help="The judge server's API key (env OPENAI_API_KEY).")
-    ] = None,
+    base_url: flags.BaseUrl = None,
+    model: flags.Model = None,
+    timeout: flags.Timeout = DEFAULT_TIMEOUT,
+    api_key: flags.ApiKey = None,
 ) -> None:
     """Check a judge: reachable, structured mode, context window, latency, a known answer."""
     from ..judge.openai import OpenAIJudge

@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..evaluation.options import DEFAULTS, MAX_N, RUN_DEFAULTS, OptionFields
+from ..evaluation.options import DEFAULTS, MAX_N, OptionFields
 
 PANEL_OPTIONS = "Scoring options"
 PANEL_JUDGE = "Judge"
@@ -72,8 +72,7 @@ Timeout = Annotated[
         max=MAX_TIMEOUT,
         callback=_finite,
         help="Seconds one judge call may take, its retries included, before it counts as "
-        f"failed (default {RUN_DEFAULTS.timeout:g}; raised to fit a slow server's measured "
-        "speed when not given).",
+        "failed (`score` raises it to fit a slow server's measured speed when not given).",
         rich_help_panel=PANEL_JUDGE,
     ),
 ]
