@@ -17,7 +17,8 @@ from shared import OpenAIJudge, ScoreOptions, signature
 from shared import prompts as p
 from shared.core.tokens import estimate_tokens
 from shared.judge import cache_key
-from shared.pipeline import steps as steps
+from shared.pipeline import questions as question_flow
+from shared.pipeline import steps
 from shared.prompts import schemas as s
 from shared.testing import FakeJudge, stub_server
 
@@ -76,7 +77,7 @@ async def judge_everything(
     """Every judge step of one evaluation, in the pipeline's order (rounds 1 to 3)."""
     judge = steps.prepare_judge(fake, options)
     langs = {"language": language, "source_language": source_language}
-    questions = await steps.reference_questions(source, options, judge, **langs)
+    questions = await question_flow.reference_questions(source, options, judge, **langs)
     graded = await steps.answer_and_grade(summary, questions, judge, **langs)
     claims = await steps.check_claims(source, summary, judge, options, **langs)
     sentences = tuple(s.strip() + "." for s in summary.split(".") if s.strip())
@@ -246,7 +247,7 @@ def test_questions_are_shared_only_within_one_language() -> None:
     async def main() -> list:
         return await asyncio.gather(
             *(
-                steps.reference_questions(FR_SOURCE, options, judge, language=lang)
+                question_flow.reference_questions(FR_SOURCE, options, judge, language=lang)
                 for lang in ("fr", "fr", "en", "de", "fr", None)
             )
         )

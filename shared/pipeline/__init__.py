@@ -4,6 +4,7 @@
 """
 
 from ..evaluation.result import ClaimEvidence
+from .questions import reference_questions, source_questions
 from .run import (
     DEFAULT_CONCURRENCY,
     DEFAULT_CONTEXT_BUDGET,
@@ -45,7 +46,6 @@ from .run import (
     normalise_source,
     pipeline_id,
     prepare_judge,
-    reference_questions,
     resolve_languages,
     review_style,
     run_sync,
@@ -53,7 +53,6 @@ from .run import (
     score_summaries,
     score_summary,
     signature,
-    source_questions,
     unavailable_evidence,
     unscored,
     usage_fields,

@@ -81,6 +81,7 @@ from ..judge.check import context_budget_for
 from ..judge.server import ServerProbe
 from ..judge.wrappers import CachedJudge, Judge, base_judge, negotiate_judge, usage_fields
 from ..prompts import StyleReview
+from .calls import Route
 from .compose import (
     NO_JUDGE,
     compose_reasons,
@@ -90,17 +91,11 @@ from .compose import (
     unscored,
 )
 from .fit import apply_fit
+from .questions import source_questions
 from .sampling import SharedRowAnalysis, combine_samples, sample_judges
 from .sentences import sentence_calls
-from .steps import (
-    Route,
-    answer_and_grade,
-    check_claims,
-    prepare_judge,
-    reference_questions,
-    review_style,
-)
-from .two_call import source_questions, two_call_calls
+from .steps import answer_and_grade, check_claims, prepare_judge, review_style
+from .two_call import two_call_calls
 
 
 async def _dimensions(
@@ -230,9 +225,16 @@ async def _evaluate_row(
         return unscored(NO_JUDGE, sig, **dimension_fields(dims))
 
     route = Route()  # the source-level calls' route; each scoring adds its own for claims
-    per_source = reference_questions if options.judge_path == "steps" else source_questions
     questions = asyncio.ensure_future(
-        per_source(source, options, judge, route, language=said, source_language=source_said)
+        source_questions(
+            source,
+            options,
+            judge,
+            route,
+            one_call=options.judge_path != "steps",
+            language=said,
+            source_language=source_said,
+        )
     )
     try:
         if options.samples == 1:

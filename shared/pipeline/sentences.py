@@ -1,5 +1,5 @@
 """The judge calls of the sentences path (the default; docs/DESIGN.md, "How the judge is
-asked"): the per-source call is the two-call path's (:func:`.two_call.source_questions`); per
+asked"): the per-source call is the two-call path's (:func:`.questions.source_questions`); per
 summary, the sentence check and the pointed review (:mod:`shared.prompts.pointing`). The
 pipeline is the only caller.
 """
@@ -19,7 +19,7 @@ from ..evaluation.result import ClaimEvidence, QuestionEvidence
 from ..judge.wrappers import CachedJudge, base_judge
 from ..prompts import schemas
 from ..prompts.pointing import SENTENCE_STEP, pointed_review_schema, sentence_checks_schema
-from .steps import Route, _ask_about_source, _sized, fits
+from .calls import Route, ask_about_source, fits, sized
 
 NO_POINTER_REASON = "no summary sentence answers it"
 """The grade reason of a question the judge pointed at no sentence for (grade 0)."""
@@ -125,7 +125,7 @@ async def check_sentences(
     if not fits(prompt, options):
         return await _check_sentences_long(source, sentences, judge, options, route, langs)
     count = len(sentences)
-    schema = _sized(sentence_checks_schema(count, sentence_step(judge)), langs)
+    schema = sized(sentence_checks_schema(count, sentence_step(judge)), langs)
     key = source_key(p.source_prefix(source))
 
     async def call() -> Any:
@@ -144,7 +144,7 @@ async def _check_sentences_long(
     route: Route,
     langs: dict[str, str | None],
 ) -> list[ClaimEvidence]:
-    verdicts = await _ask_about_source(
+    verdicts = await ask_about_source(
         source,
         list(sentences),
         options,
@@ -152,7 +152,7 @@ async def _check_sentences_long(
         route,
         functools.partial(p.verify_claims_prompt, **langs),
         functools.partial(p.verify_claims_excerpts_prompt, **langs),
-        lambda n: _sized(schemas.verdicts_schema(n), langs),
+        lambda n: sized(schemas.verdicts_schema(n), langs),
         "verdicts",
         "verdict",
     )
@@ -209,7 +209,7 @@ async def review_pointed(
     counted = [q for q in questions if q.counted]
     if not sentences or (not counted and not style):
         return questions, None
-    schema = _sized(pointed_review_schema(len(counted), len(sentences), style), langs)
+    schema = sized(pointed_review_schema(len(counted), len(sentences), style), langs)
     reply = await judge.generate(
         p.pointed_review_prompt(
             sentences, [(q.question, q.reference_answer) for q in counted], style, **langs

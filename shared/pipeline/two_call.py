@@ -5,32 +5,17 @@ one call per source and two per summary. The pipeline is the only caller.
 from __future__ import annotations
 
 import asyncio
-import functools
 from typing import Any
 
 from .. import prompts as p
-from ..core.cache_hints import cache_hint, source_key
+from ..core.cache_hints import cache_hint
 from ..evaluation.options import ScoreOptions
 from ..evaluation.result import ClaimEvidence, QuestionEvidence
 from ..judge.wrappers import CachedJudge
 from ..prompts import schemas
+from .calls import IDK_ANSWERS, Route, by_index, fits, indexed, normal, sized, source_hint
 from .compose import claims_step
-from .steps import (
-    IDK_ANSWERS,
-    Route,
-    _by_index,
-    _check_generated,
-    _generated_evidence,
-    _indexed,
-    _normal,
-    _sized,
-    _user_evidence,
-    check_claims,
-    check_review,
-    fits,
-    reference_questions,
-    review_style,
-)
+from .steps import check_claims, check_review, review_style
 
 # ---------------------------------------------------------------------------------------------
 # The two-call path: one call per source, two per summary (docs/DESIGN.md, "How the judge is
@@ -38,49 +23,6 @@ from .steps import (
 # (:func:`shared.prompts.source_prefix`) and carries its cache hint
 # (:mod:`shared.core.cache_hints`).
 # ---------------------------------------------------------------------------------------------
-
-
-def _source_hint(source: str) -> str:
-    return source_key(p.source_prefix(source))
-
-
-async def source_questions(
-    source: str,
-    options: ScoreOptions,
-    judge: CachedJudge,
-    route: Route | None = None,
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
-) -> list[QuestionEvidence]:
-    """The per-source call: the weighted questions with the source's answers (or the user's
-    questions' reference answers), in one reply. A source whose prompt exceeds the context budget
-    goes the step-by-step way (:func:`reference_questions`: parts, retrieved passages)."""
-    route = route if route is not None else Route()
-    langs = {"language": language, "source_language": source_language}
-    if options.questions is None:
-        prompt = p.source_questions_prompt(source, options.n, **langs)
-        if not fits(prompt, options):
-            return await reference_questions(source, options, judge, route, **langs)
-        with cache_hint(_source_hint(source)):
-            generated = await judge.generate(
-                prompt,
-                _sized(schemas.questions_schema(options.n), langs),
-                check=functools.partial(_check_generated, n=options.n),
-            )
-        return _generated_evidence(generated)
-    user = options.questions
-    texts = [q.question for q in user]
-    prompt = p.source_reference_answers_prompt(source, texts, **langs)
-    if not fits(prompt, options):
-        return await reference_questions(source, options, judge, route, **langs)
-    with cache_hint(_source_hint(source)):
-        reply = await judge.generate(
-            prompt,
-            _sized(schemas.reference_answers_schema(len(texts)), langs),
-            check=lambda r: _indexed(r.answers, len(texts), "reference answer"),
-        )
-    return _user_evidence(user, _by_index(reply.answers))
 
 
 def _check_checked(reply: p.CheckedClaims) -> None:
@@ -105,10 +47,10 @@ async def check_claims_at_once(
     prompt = p.check_claims_prompt(source, summary, **langs)
     if not fits(prompt, options):
         return await check_claims(source, summary, judge, options, route, **langs)
-    with cache_hint(_source_hint(source)):
+    with cache_hint(source_hint(source)):
         reply = await judge.generate(
             prompt,
-            _sized(
+            sized(
                 schemas.checked_claims_schema(schemas.max_claims(summary), claims_step(judge)),
                 langs,
             ),
@@ -124,7 +66,7 @@ async def check_claims_at_once(
 
 def _check_summary_review(reply: Any, questions: int, sentences: int) -> None:
     if questions:
-        _indexed(reply.answers, questions, "answer")
+        indexed(reply.answers, questions, "answer")
     if sentences:
         check_review(reply, sentences)
 
@@ -148,7 +90,7 @@ async def review_summary(
     if not counted:
         review = await review_style(sentences, judge, **langs) if sentences else None
         return questions, review
-    schema = _sized(schemas.summary_review_schema(len(counted), len(sentences)), langs)
+    schema = sized(schemas.summary_review_schema(len(counted), len(sentences)), langs)
     reply = await judge.generate(
         p.review_summary_prompt(
             summary, [(q.question, q.reference_answer) for q in counted], sentences, **langs
@@ -157,9 +99,9 @@ async def review_summary(
         check=lambda r: _check_summary_review(r, len(counted), len(sentences)),
     )
     graded = []
-    for q, a in zip(counted, _by_index(reply.answers), strict=True):
+    for q, a in zip(counted, by_index(reply.answers), strict=True):
         answer = a.answer.strip()
-        if _normal(answer) in IDK_ANSWERS:
+        if normal(answer) in IDK_ANSWERS:
             update = {"grade": 0, "grade_reason": "the summary does not answer it"}
         else:
             update = {"grade": a.grade, "grade_reason": a.reason}

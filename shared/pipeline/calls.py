@@ -1,0 +1,132 @@
+"""What the judge paths' steps share (internal to the core): the reply-shape checks, the
+reply bound for the summary's languages, the context-budget test, the source's cache hint, and
+asking about the source item by item (whole, or passage by passage past the budget).
+
+The step-by-step path (:mod:`.steps`), the two-call path (:mod:`.two_call`), the sentences path
+(:mod:`.sentences`) and the question flow (:mod:`.questions`) are built from these; none of them
+imports another's private helpers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.cache_hints import source_key
+from ..core.tokens import estimate_tokens
+from ..evaluation.options import ScoreOptions
+from ..judge.wrappers import CachedJudge
+from ..prompts import schemas, source_prefix
+from .chunking import Part
+from .retrieval import TOP_PASSAGES, group_items, passage_index
+
+MAX_CLAIMS_PER_CALL = 40
+"""Claims checked in one retrieval-based call: keeps the reply (a verdict, reason and quote per
+claim) well under common output limits."""
+
+IDK_ANSWERS = frozenset({"idk", "i don't know", "i do not know", "unknown", "not mentioned", ""})
+NOT_IN_SOURCE = frozenset({"not in source", "not in the source", "idk", ""})
+
+
+def indexed(items: Sequence[Any], expected: int, what: str) -> None:
+    """Check a reply has exactly one entry per index 1..expected (any order)."""
+    indices = sorted(getattr(item, "index", None) for item in items)
+    if indices != list(range(1, expected + 1)):
+        raise ValueError(
+            f"expected one {what} for each of indices 1..{expected}, got indices {indices}"
+        )
+
+
+def by_index(items: Sequence[Any]) -> list[Any]:
+    return sorted(items, key=lambda item: item.index)
+
+
+def sized(schema: type[Any], langs: dict[str, str | None]) -> type[Any]:
+    """``schema`` with a ``max_tokens`` that fits replies in these languages (Chinese, Japanese
+    and Korean need about three times the tokens of English per character:
+    :func:`shared.prompts.schemas.for_languages`); the schema itself, and so its name, is
+    unchanged."""
+    return schemas.for_languages(schema, langs["language"], langs["source_language"])
+
+
+def normal(text: str) -> str:
+    return " ".join(text.lower().strip().strip(".!\"'").split())
+
+
+def source_hint(source: str) -> str:
+    return source_key(source_prefix(source))
+
+
+@dataclass
+class Route:
+    """What one evaluation did with its source: ``long`` once any step chunked it."""
+
+    long: bool = False
+
+
+def fits(prompt: str, options: ScoreOptions) -> bool:
+    return estimate_tokens(prompt) <= options.context_budget
+
+
+async def _retrieved_groups(
+    source: str, queries: Sequence[str], options: ScoreOptions, empty_prompt: str
+) -> tuple[tuple[Part, ...], list[Any]]:
+    """Passages per query (BM25 top :data:`TOP_PASSAGES`) packed into calls within budget."""
+
+    def build() -> tuple[tuple[Part, ...], list[Any]]:
+        passages, index = passage_index(source)
+        own = [index.top(q, TOP_PASSAGES) or [0] for q in queries]
+        capacity = options.context_budget - estimate_tokens(empty_prompt) - 16
+        sizes = [estimate_tokens(q) + 8 for q in queries]
+        # each shown passage may add a "[…]" line and a newline: count them with the passage
+        groups = group_items(own, sizes, passages, capacity - 4, MAX_CLAIMS_PER_CALL)
+        return passages, groups
+
+    return await asyncio.to_thread(build)
+
+
+async def ask_about_source(
+    source: str,
+    items: list[str],
+    options: ScoreOptions,
+    judge: CachedJudge,
+    route: Route,
+    full: Callable[[str, list[str]], str],
+    build: Callable[[list[tuple[int, str]], list[str], int | None], str],
+    schema: Callable[[int], type[Any]],
+    field: str,
+    what: str,
+) -> list[Any]:
+    """One reply entry per item (claim or question), in item order.
+
+    When the full-source prompt fits the budget, one call sees the whole source. Otherwise each
+    item is asked against the passages most relevant to it; items sharing passages share a call;
+    all calls in parallel (the same round as a full-source call)."""
+    prompt = full(source, items)
+    if fits(prompt, options):
+        reply = await judge.generate(
+            prompt,
+            schema(len(items)),
+            check=lambda r: indexed(getattr(r, field), len(items), what),
+        )
+        return by_index(getattr(reply, field))
+    route.long = True
+    passages, groups = await _retrieved_groups(source, items, options, build([], [], None))
+    last = len(passages) - 1
+
+    async def one(group: Any) -> list[Any]:
+        asked = [items[i] for i in group.items]
+        reply = await judge.generate(
+            build([(j, passages[j].text) for j in group.passages], asked, last),
+            schema(len(asked)),
+            check=lambda r: indexed(getattr(r, field), len(asked), what),
+        )
+        return by_index(getattr(reply, field))
+
+    entries: list[Any] = [None] * len(items)
+    for group, reply in zip(groups, await asyncio.gather(*(one(g) for g in groups)), strict=True):
+        for i, entry in zip(group.items, reply, strict=True):
+            entries[i] = entry
+    return entries
