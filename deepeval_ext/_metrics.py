@@ -9,8 +9,9 @@ in locals of the call, so one instance can score any number of sources (DeepEval
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar, Literal
+import dataclasses
+import inspect
+from typing import Any, ClassVar
 
 from deepeval.metrics import BaseMetric
 from deepeval.metrics.indicator import metric_progress_indicator
@@ -25,7 +26,7 @@ from shared import (
     SummaryEvaluation,
     ascore_summary,
 )
-from shared.adapter_kit import DEFAULTS, OPTION_NAMES, SUB_SCORES, run_sync
+from shared.adapter_kit import DEFAULTS, OPTION_NAMES, SUB_SCORES, OptionFields, run_sync
 
 from ._cases import checkable_case
 from ._judge import CaseUsage, current_usage, is_core_judge, judge_for
@@ -55,33 +56,24 @@ class _SummaryMetricBase(BaseMetric):
         self,
         threshold: float = 0.5,
         model: str | DeepEvalBaseLLM | Judge | None = None,
-        n: int = DEFAULTS.n,
-        assessment_questions: Sequence[str | dict[str, Any]] | None = None,
+        *,
         include_reason: bool = True,
         strict_mode: bool = False,
         async_mode: bool = True,
         verbose_mode: bool = False,
-        beta: float = DEFAULTS.beta,
-        combine: Literal["fbeta", "min"] = DEFAULTS.combine,
-        dimensions: Iterable[str] | None = None,
-        retries: int = DEFAULTS.retries,
-        cache: bool | str = DEFAULTS.cache,
         flaky: bool = False,
-        spacy_model: str = DEFAULTS.spacy_model,
-        coherence_formula: str = DEFAULTS.coherence_formula,
-        concurrency: int = DEFAULTS.concurrency,
-        embedder: Any = DEFAULTS.embedder,
-        density_target: float = DEFAULTS.density_target,
-        density_tolerance: float = DEFAULTS.density_tolerance,
-        context_budget: int = DEFAULTS.context_budget,
-        samples: int = DEFAULTS.samples,
-        language: str | None = DEFAULTS.language,
-        judge_path: Literal["sentences", "two-call", "steps"] = DEFAULTS.judge_path,
+        **options: Any,
     ) -> None:
         # Every argument is stored under its own name: deepeval.evaluate() copies a metric per
-        # test case by calling the class again with the attributes that match __init__. So the
-        # core's options are explicit parameters here (tests/test_option_surfaces.py checks that
-        # each one is, with the core's default); ``dimensions=None`` means "not given".
+        # test case by calling the class again with the attributes that match __init__'s
+        # signature. The core's options are in that signature (set below from their one
+        # declaration, with the core's defaults); ``dimensions=None`` means "not given".
+        unknown = sorted(set(options) - set(_OPTION_DEFAULTS))
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__}() got unexpected keyword argument(s) "
+                f"{', '.join(map(repr, unknown))}; the options are {', '.join(_OPTION_DEFAULTS)}"
+            )
         self.threshold = 1 if strict_mode else threshold
         if model is None and self._score_key in NO_LLM_SUB_SCORES:
             # computed without any judge: no model, so no API key is asked for
@@ -100,13 +92,13 @@ class _SummaryMetricBase(BaseMetric):
         self.async_mode = async_mode
         self.verbose_mode = verbose_mode
         self.flaky = flaky
-        given = locals()
-        for attr in OPTION_PARAMETERS.values():  # the core's options, as given
-            setattr(self, attr, given[attr])
+        for attr, default in _OPTION_DEFAULTS.items():  # the core's options, as given
+            setattr(self, attr, options.get(attr, default))
+        questions = self.assessment_questions
         self.assessment_questions = (
-            list(assessment_questions) if assessment_questions else None
+            list(questions) if questions else None
         )  # [] means "generate them", as in DeepEval
-        self.dimensions = None if dimensions is None else tuple(dimensions)
+        self.dimensions = None if self.dimensions is None else tuple(self.dimensions)
         # Bad options fail here, at construction, rather than once per test case.
         ScoreOptions.from_kwargs(self._score_options())
 
@@ -401,6 +393,34 @@ OPTION_PARAMETERS: dict[str, str] = {
 }
 """Each core option and the constructor parameter that takes it (DeepEval's own name for the
 questions, as in its ``SummarizationMetric``)."""
+
+_OPTION_DEFAULTS: dict[str, Any] = {
+    attr: None if name in ("dimensions", "questions") else getattr(DEFAULTS, name)
+    for name, attr in OPTION_PARAMETERS.items()
+}
+"""Each option parameter's default: the core's, or None for "not given" (the questions, and
+the dimensions: a sub-score metric computes only its own unless they are given)."""
+
+
+def _with_option_parameters(init: Any) -> None:
+    """Put the option parameters into ``init``'s signature where its ``**options`` stands,
+    each keyword-only with its default and the declared type: what ``copy_metrics``,
+    ``help()`` and editors read."""
+    signature = inspect.signature(init)
+    types = {f.name: f.type for f in dataclasses.fields(OptionFields)}
+    own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    added = [
+        inspect.Parameter(
+            attr, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=types[name]
+        )
+        for (name, attr), default in zip(
+            OPTION_PARAMETERS.items(), _OPTION_DEFAULTS.values(), strict=True
+        )
+    ]
+    init.__signature__ = signature.replace(parameters=[*own, *added])
+
+
+_with_option_parameters(_SummaryMetricBase.__init__)
 
 
 class SummaryAlignmentMetric(SummarySubScoreMetric):

@@ -165,7 +165,7 @@ def test_each_category_reaches_the_results_file_the_report_and_the_terminal(
         assert f"{counts} (unsupported sentences, in 1 of 1 scored rows)" in page  # run facts
         assert 'class="evidence unsupported-claims unsupported-sentences"' in page
         for kind, (_, span, quote, reason) in FLAGGED.items():
-            assert f'<td class="bad error-type" title="' in page
+            assert '<td class="bad error-type" title="' in page
             assert f">{kind}</td>" in page
             assert f'<td class="span">{_html(span)}</td>' in page
             assert _html(reason) in page and _html(quote) in page
