@@ -16,15 +16,17 @@ How to add an option ``foo``:
 1. Add ``foo: T = option(DEFAULT, _check_foo, "one line of help")`` to :class:`OptionFields`
    (write ``_check_foo(name, value) -> value`` here if no existing check fits) and
    ``foo: T`` to :class:`ScoreOptionsKwargs`. A test fails if the two disagree.
-2. Read ``options.foo`` where it acts (``shared/pipeline/run.py`` or ``shared/pipeline/steps.py``;
-   a dimension setting goes through :class:`~shared.dimensions.DimensionSettings`). If it
-   changes the result, add it to :func:`shared.pipeline.compose.signature`.
-3. Surfaces: Ragas inherits the field (``OptionFields`` is a base of its metric dataclass) and
-   the collections metric takes ``**options``: no edit. DeepEval needs ``foo=DEFAULTS.foo`` in
-   ``_SummaryMetricBase.__init__`` (it rebuilds metrics from their constructor arguments); the
-   CLI needs a ``--foo`` flag with ``DEFAULTS.foo`` as its default in ``shared/cli/app.py``.
-   ``tests/test_option_surfaces.py`` fails until both are there; add a non-default example
-   value for ``foo`` to its ``EXAMPLES`` table.
+2. Read ``options.foo`` where it acts (``shared/pipeline/run.py``, or the judge steps in
+   ``shared/pipeline/``; a dimension setting goes through
+   :class:`~shared.dimensions.DimensionSettings`). If it changes the result, add it to
+   :func:`shared.pipeline.compose.signature`.
+3. Surfaces follow from the declaration: Ragas inherits the field (``OptionFields`` is a base
+   of its metric dataclass) and the collections metric takes ``**options``; DeepEval's
+   constructor lists every option in its signature with the core's default
+   (``deepeval_ext/_metrics.py`` builds it from :class:`OptionFields`); the CLI's ``--foo``
+   flag is built from the field (``shared/cli/flags.py``: add a :class:`FlagForm` there only
+   for an alias, a range or a text form of a list). ``tests/test_option_surfaces.py`` checks
+   every surface; add a non-default example value for ``foo`` to its ``EXAMPLES`` table.
 """
 
 from __future__ import annotations
