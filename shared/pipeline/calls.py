@@ -10,7 +10,7 @@ imports another's private helpers.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,3 +130,47 @@ async def ask_about_source(
         for i, entry in zip(group.items, reply, strict=True):
             entries[i] = entry
     return entries
+
+
+async def review_and_check(
+    review_task: asyncio.Future[tuple[Any, Any]],
+    check: Awaitable[Any],
+    dimensions: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]],
+    *,
+    also: Sequence[asyncio.Future[Any]] = (),
+) -> list[Any]:
+    """A summary's sides at once: its coverage (the review's first part), its ``check`` and its
+    ``dimensions`` (given the review's style part to await); each side's exception is returned
+    in its place. The review task, and ``also``, are cancelled if they have not finished."""
+
+    async def coverage() -> Any:
+        return (await asyncio.shield(review_task))[0]
+
+    async def style() -> Any:
+        return (await asyncio.shield(review_task))[1]
+
+    try:
+        return await asyncio.gather(coverage(), check, dimensions(style), return_exceptions=True)
+    finally:
+        for task in (review_task, *also):
+            if not task.done():
+                task.cancel()
+
+
+@dataclass(frozen=True)
+class SummaryJob:
+    """What one summary's judge calls are given, on every path that calls per summary
+    (:func:`shared.pipeline.sentences.sentence_calls`, :func:`shared.pipeline.two_call.
+    two_call_calls`): ``parsed`` awaits the row's spaCy analysis (None without one),
+    ``dimensions(style)`` computes the dimensions with the review's style part, ``langs`` the
+    summary's and the source's languages."""
+
+    source: str
+    summary: str
+    judge: CachedJudge
+    options: ScoreOptions
+    route: Route
+    questions_task: asyncio.Future[Any]
+    parsed: Callable[[], Awaitable[Any]]
+    dimensions: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
+    langs: dict[str, str | None]

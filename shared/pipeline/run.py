@@ -81,7 +81,7 @@ from ..judge.check import context_budget_for
 from ..judge.server import ServerProbe
 from ..judge.wrappers import CachedJudge, Judge, base_judge, negotiate_judge, usage_fields
 from ..prompts import StyleReview
-from .calls import Route
+from .calls import Route, SummaryJob
 from .compose import (
     NO_JUDGE,
     compose_reasons,
@@ -277,17 +277,19 @@ async def _judged(
     if options.judge_path in ("sentences", "two-call"):
         calls = sentence_calls if options.judge_path == "sentences" else two_call_calls
         results = await calls(
-            source,
-            summary,
-            judge,
-            options,
-            route,
-            questions_task,
-            lambda: batch.text(index),
-            lambda style: _dimensions(
-                source, summary, judge, settings, batch, index, said, style=style
-            ),
-            {"language": said, "source_language": source_said},
+            SummaryJob(
+                source=source,
+                summary=summary,
+                judge=judge,
+                options=options,
+                route=route,
+                questions_task=questions_task,
+                parsed=lambda: batch.text(index),
+                dimensions=lambda style: _dimensions(
+                    source, summary, judge, settings, batch, index, said, style=style
+                ),
+                langs={"language": said, "source_language": source_said},
+            )
         )
     else:
 

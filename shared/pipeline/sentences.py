@@ -19,7 +19,7 @@ from ..evaluation.result import ClaimEvidence, QuestionEvidence
 from ..judge.wrappers import CachedJudge, base_judge
 from ..prompts import schemas
 from ..prompts.pointing import SENTENCE_STEP, pointed_review_schema, sentence_checks_schema
-from .calls import Route, ask_about_source, fits, sized
+from .calls import Route, SummaryJob, ask_about_source, fits, review_and_check, sized
 
 NO_POINTER_REASON = "no summary sentence answers it"
 """The grade reason of a question the judge pointed at no sentence for (grade 0)."""
@@ -261,48 +261,25 @@ async def judge_sentences(summary: str, text: Any, settings: Any) -> tuple[tuple
     return p.split_sentences(summary), False
 
 
-async def sentence_calls(
-    source: str,
-    summary: str,
-    judge: CachedJudge,
-    options: ScoreOptions,
-    route: Route,
-    questions_task: asyncio.Future[list[QuestionEvidence]],
-    parsed: Any,
-    dimensions: Any,
-    langs: dict[str, str | None],
-) -> list[Any]:
+async def sentence_calls(job: SummaryJob) -> list[Any]:
     """The sentence check, the pointed review and the dimensions of one summary, side by side
-    (``return_exceptions`` as on the other paths): ``parsed`` awaits the row's spaCy analysis
-    (None without one), ``dimensions(style)`` computes the dimensions with the review's style
-    part."""
-    settings = options.dimension_settings
+    (``return_exceptions`` as on the other paths)."""
+    judge, langs = job.judge, job.langs
+    settings = job.options.dimension_settings
 
     async def split() -> tuple[tuple[str, ...], bool]:
-        return await judge_sentences(summary, await parsed(), settings)
+        return await judge_sentences(job.summary, await job.parsed(), settings)
 
     split_task = asyncio.ensure_future(split())
 
     async def check() -> list[ClaimEvidence]:
         sentences, _ = await asyncio.shield(split_task)
-        return await check_sentences(source, sentences, judge, options, route, **langs)
+        return await check_sentences(job.source, sentences, judge, job.options, job.route, **langs)
 
     async def review() -> tuple[list[QuestionEvidence], p.StyleReview | None]:
-        questions = await asyncio.shield(questions_task)
+        questions = await asyncio.shield(job.questions_task)
         sentences, style = await asyncio.shield(split_task)
         return await review_pointed(questions, sentences, style, judge, **langs)
 
     review_task = asyncio.ensure_future(review())
-
-    async def coverage() -> list[QuestionEvidence]:
-        return (await asyncio.shield(review_task))[0]
-
-    async def style() -> p.StyleReview | None:
-        return (await asyncio.shield(review_task))[1]
-
-    try:
-        return await asyncio.gather(coverage(), check(), dimensions(style), return_exceptions=True)
-    finally:
-        for task in (review_task, split_task):
-            if not task.done():
-                task.cancel()
+    return await review_and_check(review_task, check(), job.dimensions, also=(split_task,))

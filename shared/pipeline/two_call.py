@@ -13,7 +13,18 @@ from ..evaluation.options import ScoreOptions
 from ..evaluation.result import ClaimEvidence, QuestionEvidence
 from ..judge.wrappers import CachedJudge
 from ..prompts import schemas
-from .calls import IDK_ANSWERS, Route, by_index, fits, indexed, normal, sized, source_hint
+from .calls import (
+    IDK_ANSWERS,
+    Route,
+    SummaryJob,
+    by_index,
+    fits,
+    indexed,
+    normal,
+    review_and_check,
+    sized,
+    source_hint,
+)
 from .compose import claims_step
 from .steps import check_claims, check_review, review_style
 
@@ -118,45 +129,27 @@ async def review_summary(
     return [next(by_question) if q.counted else q for q in questions], review
 
 
-async def two_call_calls(
-    source: str,
-    summary: str,
-    judge: CachedJudge,
-    options: ScoreOptions,
-    route: Route,
-    questions_task: asyncio.Future[list[QuestionEvidence]],
-    parsed: Any,
-    dimensions: Any,
-    langs: dict[str, str | None],
-) -> list[Any]:
+async def two_call_calls(job: SummaryJob) -> list[Any]:
     """The claim check, the summary review and the dimensions of one summary, side by side, as
-    :func:`shared.pipeline.sentences.sentence_calls` (same arguments). The claim check is sent
-    once the source's own call has finished (whatever its outcome), so the provider has the
-    source's prefix cached when the summaries' checks arrive; the review waits for the
-    questions and, when a judged dimension is asked for, spaCy's sentence split."""
+    :func:`shared.pipeline.sentences.sentence_calls`. The claim check is sent once the source's
+    own call has finished (whatever its outcome), so the provider has the source's prefix cached
+    when the summaries' checks arrive; the review waits for the questions and, when a judged
+    dimension is asked for, spaCy's sentence split."""
+    judge, options, langs = job.judge, job.options, job.langs
 
     async def review() -> tuple[list[QuestionEvidence], p.StyleReview | None]:
-        questions = await asyncio.shield(questions_task)
+        questions = await asyncio.shield(job.questions_task)
         sentences: tuple[str, ...] = ()
         if options.dimension_settings.needs_judge:
-            text = await parsed()
+            text = await job.parsed()
             sentences = tuple(text.sentences) if text is not None and not text.error else ()
-        return await review_summary(summary, questions, sentences, judge, **langs)
+        return await review_summary(job.summary, questions, sentences, judge, **langs)
 
     async def claims() -> list[ClaimEvidence]:
-        await asyncio.wait([questions_task])
-        return await check_claims_at_once(source, summary, judge, options, route, **langs)
+        await asyncio.wait([job.questions_task])
+        return await check_claims_at_once(
+            job.source, job.summary, judge, options, job.route, **langs
+        )
 
     review_task = asyncio.ensure_future(review())
-
-    async def coverage() -> list[QuestionEvidence]:
-        return (await asyncio.shield(review_task))[0]
-
-    async def style() -> p.StyleReview | None:
-        return (await asyncio.shield(review_task))[1]
-
-    try:
-        return await asyncio.gather(coverage(), claims(), dimensions(style), return_exceptions=True)
-    finally:
-        if not review_task.done():
-            review_task.cancel()
+    return await review_and_check(review_task, claims(), job.dimensions)
