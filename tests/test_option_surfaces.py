@@ -37,6 +37,7 @@ from shared import (
     SummaryEvaluation,
 )
 from shared.adapter_kit import DEFAULTS
+from shared.cli.table import SHORT_NAMES
 from shared.dimensions.evidence import DimensionName
 from shared.runs.results import score_keys
 
@@ -233,7 +234,7 @@ def test_every_surface_reports_every_sub_score() -> None:
     assert tuple(evaluation.sub_scores()) == SUB_SCORE_NAMES
     assert set(SUB_SCORE_NAMES) <= set(SummaryEvaluation.model_fields)
     assert typing.get_args(DimensionName) == DIMENSION_NAMES
-    assert set(cli_app.SHORT_NAMES) | {"score"} == set(SUB_SCORE_NAMES)
+    assert set(SHORT_NAMES) | {"score"} == set(SUB_SCORE_NAMES)
 
 
 @pytest.mark.parametrize("engine", ["local", "ray"])

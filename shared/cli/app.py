@@ -17,33 +17,16 @@ from .. import ScoreOptions
 from ..core.redact import command_line
 from ..evaluation.options import RUN_DEFAULTS, RunSettings
 from ..runs.inputs import Columns, InputError
-
-# names app had from elsewhere, kept on it for the tests and callers that read them there
-from ..runs.results import (  # noqa: F401
-    NEEDS_JUDGE,
-    STATUS_BAD_INPUT,
-    STATUS_OK,
-    STATUS_UNSCORED,
-    ResultsWriter,
-    Row,
-    detect_result_format,
-    read_results,
+from ..runs.results import (
     score_keys,
-    spread_keys,
 )
 from ..runs.runner import plan_run, stale_reason
 from . import flags
-from .common import (  # noqa: F401 (the names app had, re-exported)
+from .common import (
     ENABLE_HINT,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_ROWS_FAILED,
-    EXIT_USAGE,
-    MAX_TIMEOUT,
-    TABLE_ROWS,
-    _cache_problems,
     _finish,
-    _finite,
     _given,
     _print_bill,
     _print_stability,
@@ -56,20 +39,16 @@ from .common import (  # noqa: F401 (the names app had, re-exported)
     default_output,
     default_report,
     err,
-    fit_to_server,
     out,
     run_report_info,
 )
-from .engines import Engine, Job, LocalEngine, RateColumn  # noqa: F401 (RateColumn: was here)
+from .engines import Engine, Job, LocalEngine
 from .flags import options_from_flags, with_option_flags
-from .judge_wait import InFlightJudge  # noqa: F401
 from .paths import PathProblem, check_run_paths
 from .report import (
-    stability_section,  # noqa: F401
     write_report,
 )
-from .table import SHORT_NAMES, results_table  # noqa: F401
-from .terminal import _FLAG_WORDS, _in_flags, literal, plain  # noqa: F401
+from .terminal import literal
 
 
 def _no_flag_placeholder() -> None:
@@ -174,7 +153,7 @@ def score(
         typer.Option(
             min=0.0,
             max=1.0,
-            callback=_finite,
+            callback=flags.finite,
             help="With --samples k > 1: pass mark for the share of rows that flip.",
         ),
     ] = RUN_DEFAULTS.flip_threshold,
@@ -193,7 +172,7 @@ def score(
         typer.Option(
             min=0.0,
             max=1.0,
-            callback=_finite,
+            callback=flags.finite,
             help="Pass mark: the table and the report mark each row pass or FAIL (on the score; "
             "without a judge, on the mean of the dimensions that track quality).",
         ),

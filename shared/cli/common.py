@@ -28,7 +28,6 @@ from ..runs.results import (
     STATUS_UNSCORED,
     Row,
 )
-from .flags import MAX_TIMEOUT, _finite  # noqa: F401 (their home is flags)
 from .judge_wait import InFlightJudge
 from .report import ReportInfo, stability_section
 from .table import SHORT_NAMES, error_type_lines, results_table
@@ -71,6 +70,27 @@ def default_report(output: Path) -> Path:
 def _usage_error(message: str) -> typer.Exit:
     err.print(Text.assemble(("error:", "bold red"), " ", plain(message)))
     return typer.Exit(EXIT_USAGE)
+
+
+def read_results_file(path: Path) -> list[dict[str, Any]]:
+    """The rows of a readable results file with at least one row (else a clear usage error)."""
+    from ..runs.results import detect_result_format, read_results
+
+    if not path.is_file():
+        raise _usage_error(f"results file not found: {path}")
+    try:
+        detect_result_format(path)
+    except ValueError as exc:
+        raise _usage_error(str(exc)) from None
+    try:
+        rows = read_results(path)
+    except ValueError as exc:  # not UTF-8
+        raise _usage_error(str(exc)) from None
+    if not rows:
+        raise _usage_error(
+            f"no result rows in {path}: expected a results file written by `summary-eval score`"
+        )
+    return rows
 
 
 def judge_recipe(

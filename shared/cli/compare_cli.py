@@ -32,6 +32,7 @@ from ..analysis.comparison import (
     format_p,
 )
 from ..core.redact import command_line
+from .common import _usage_error, read_results_file
 from .terminal import literal, plain
 
 EXIT_OK = 0
@@ -42,11 +43,6 @@ err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
 
 
-def _usage_error(message: str) -> typer.Exit:
-    err.print(Text.assemble(("error:", "bold red"), " ", plain(message)))
-    return typer.Exit(EXIT_USAGE)
-
-
 def _check_outputs(inputs: dict[str, Path], outputs: dict[str, Path | None]) -> None:
     """Never write over an input file, nor write two outputs to one file (links included)."""
     from .paths import PathProblem, check_distinct
@@ -55,27 +51,6 @@ def _check_outputs(inputs: dict[str, Path], outputs: dict[str, Path | None]) -> 
         check_distinct(inputs, outputs)
     except PathProblem as exc:
         raise _usage_error(str(exc)) from None
-
-
-def _read_results_file(path: Path) -> list[dict[str, Any]]:
-    """The rows of a readable results file with at least one row (else a clear usage error)."""
-    from ..runs.results import detect_result_format, read_results
-
-    if not path.is_file():
-        raise _usage_error(f"results file not found: {path}")
-    try:
-        detect_result_format(path)
-    except ValueError as exc:
-        raise _usage_error(str(exc)) from None
-    try:
-        rows = read_results(path)
-    except ValueError as exc:  # not UTF-8
-        raise _usage_error(str(exc)) from None
-    if not rows:
-        raise _usage_error(
-            f"no result rows in {path}: expected a results file written by `summary-eval score`"
-        )
-    return rows
 
 
 def _write_json(path: Path, payload: dict[str, Any]) -> None:
@@ -133,7 +108,7 @@ def compare_command(
         {"A": results_a, "B": results_b},
         {"HTML report": output, "JSON file": json_path},
     )
-    rows_a, rows_b = _read_results_file(results_a), _read_results_file(results_b)
+    rows_a, rows_b = read_results_file(results_a), read_results_file(results_b)
     try:
         gates = [Gate.parse(text) for text in fail_if_worse or []]
         result = compare(
@@ -445,7 +420,7 @@ def agree_command(
     (summary-level with --group-column, else pooled; system-level with --system-column), and
     accuracy and Cohen's kappa for binary or ordinal labels."""
     _check_outputs({"RESULTS": results, "--labels": labels}, {"JSON file": json_path})
-    result_rows = _read_results_file(results)
+    result_rows = read_results_file(results)
     if not labels.is_file():
         raise _usage_error(f"labels file not found: {labels}")
     try:

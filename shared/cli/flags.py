@@ -34,7 +34,7 @@ MAX_TIMEOUT = 86_400.0
 """Longest --timeout, in seconds (a day): ``inf`` would let one hung call hold the run forever."""
 
 
-def _finite(value: float | None) -> float | None:
+def finite(value: float | None) -> float | None:
     """Refuse NaN (and infinities): click's ranges let NaN through, every comparison being false."""
     if value is not None and not math.isfinite(value):
         raise typer.BadParameter(f"must be a finite number, got {value}")
@@ -70,7 +70,7 @@ Timeout = Annotated[
     typer.Option(
         min=1,
         max=MAX_TIMEOUT,
-        callback=_finite,
+        callback=finite,
         help="Seconds one judge call may take, its retries included, before it counts as "
         "failed (`score` raises it to fit a slow server's measured speed when not given).",
         rich_help_panel=PANEL_JUDGE,

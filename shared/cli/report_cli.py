@@ -9,11 +9,8 @@ from typing import Annotated
 
 import typer
 
-# names app had from elsewhere, kept on it for the tests and callers that read them there
 from ..runs.results import (
     Row,
-    detect_result_format,
-    read_results,
     score_keys,
     spread_keys,
 )
@@ -24,6 +21,7 @@ from .common import (
     default_report,
     err,
     out,
+    read_results_file,
 )
 from .report import (
     ReportInfo,
@@ -72,16 +70,7 @@ def report_command(
     worst: Annotated[int, typer.Option(min=0, help="Worst summaries shown.")] = 10,
 ) -> None:
     """Rebuild the HTML report from a results file (no scoring, no judge)."""
-    try:
-        detect_result_format(results)
-    except ValueError as exc:
-        raise _usage_error(str(exc)) from None
-    try:
-        rows = read_results(results)
-    except ValueError as exc:  # not UTF-8
-        raise _usage_error(str(exc)) from None
-    if not rows:
-        raise _usage_error(f"no result rows in {results}")
+    rows = read_results_file(results)
     keys = score_keys()
     keys += [k for k in _numeric_columns(rows) if k not in keys]
     judges = sorted(
