@@ -343,18 +343,10 @@ class OpenAIJudge:
             self.usage[key] = self.usage.get(key, 0) + value
         record_usage(**counts)
 
-    async def _request(
-        self,
-        messages: list[dict[str, str]],
-        response_format: dict[str, Any] | None,
-        max_tokens: int | None,
-        *,
-        timeout: float | None = None,
-        retries: int | None = None,
-    ) -> str:
-        response = await self._send(
-            messages, response_format, max_tokens, timeout=timeout, retries=retries
-        )
+    async def _request(self, *call: Any, **limits: Any) -> str:
+        """The reply's text of :meth:`_send`'s call (same arguments); an empty or cut-off reply
+        is a :class:`JudgeOutputError`."""
+        response = await self._send(*call, **limits)
         choice = response.choices[0]
         content = choice.message.content
         if not content:

@@ -31,7 +31,7 @@ import functools
 import json
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, Union
+from typing import Any, Literal, Union, get_args
 
 from pydantic import Field, create_model
 
@@ -51,17 +51,6 @@ from .schemas import (
 # Error categories and bounds
 # ---------------------------------------------------------------------------------------------
 
-ERROR_TYPES: tuple[str, ...] = (
-    "out-of-context",
-    "predicate",
-    "entity",
-    "circumstantial",
-    "coreference",
-    "discourse-link",
-    "other",
-)
-"""FineSurE's factuality error categories, in its order."""
-
 ErrorType = Literal[
     "out-of-context",
     "predicate",
@@ -71,6 +60,10 @@ ErrorType = Literal[
     "discourse-link",
     "other",
 ]
+"""FineSurE's factuality error categories, in its order."""
+
+ERROR_TYPES: tuple[str, ...] = get_args(ErrorType)
+"""The categories as a tuple (the reply schema's enum, the report's rows)."""
 
 ERROR_DEFINITIONS: dict[str, str] = {
     "out-of-context": "it states facts the source does not contain (added, not contradicted)",

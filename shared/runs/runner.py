@@ -239,27 +239,21 @@ async def _score_one(
     except Exception as exc:  # a bug or an unexpected failure: this row only
         error = f"internal error: {type(exc).__name__}: {exc}"
         return bad_row(row, error, sig, keys, status=STATUS_UNSCORED)
-    return evaluation_row(
-        row_id=row.id,
-        position=row.position,
-        input_hash=row.input_hash,
-        summary=row.summary,
-        ev=ev,
-        without_judge=judge is None,
-    )
+    return evaluation_row(**_row_facts(row), ev=ev, without_judge=judge is None)
+
+
+def _row_facts(row: InputRow) -> dict[str, Any]:
+    """What every results row says of its input row."""
+    return {
+        "row_id": row.id,
+        "position": row.position,
+        "input_hash": row.input_hash,
+        "summary": row.summary,
+    }
 
 
 def bad_row(
     row: InputRow, error: str, sig: str, keys: list[str], status: str = STATUS_BAD_INPUT
 ) -> Row:
     """An error row for ``row``: bad input by default, unscored for an unexpected failure."""
-    return error_row(
-        row_id=row.id,
-        position=row.position,
-        input_hash=row.input_hash,
-        summary=row.summary,
-        error=error,
-        signature=sig,
-        keys=keys,
-        status=status,
-    )
+    return error_row(**_row_facts(row), error=error, signature=sig, keys=keys, status=status)

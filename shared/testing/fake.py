@@ -269,15 +269,20 @@ def _source_text(prompt: str) -> str:
     return text
 
 
-def _answer_user_questions(prompt: str) -> dict:
-    source_sentences = sentences(_source_text(prompt))
+def _answers(prompt: str, text: str, field: str, none: str) -> dict:
+    """Each question's answer: the sentence of ``text`` sharing most of its words, or ``none``."""
+    candidates = sentences(text)
     mark = language_marker(prompt)
     answers = []
     for i, question in enumerate(p.read_numbered_block(prompt, "QUESTIONS"), start=1):
-        best, hits = _best_sentence(content_words(question), source_sentences)
-        answer = _clip(mark + best, sch.ANSWER_CHARS) if hits else "not in source"
-        answers.append({"index": i, "reference_answer": answer})
+        best, hits = _best_sentence(content_words(question), candidates)
+        answer = _clip(mark + best, sch.ANSWER_CHARS) if hits else none
+        answers.append({"index": i, field: answer})
     return {"answers": answers}
+
+
+def _answer_user_questions(prompt: str) -> dict:
+    return _answers(prompt, _source_text(prompt), "reference_answer", "not in source")
 
 
 def _extract_claims(prompt: str) -> dict:
@@ -352,14 +357,7 @@ def _verdicts(source: str, claims: Sequence[str], mark: str, *, short: bool = Fa
 
 
 def _answer_from_summary(prompt: str) -> dict:
-    summary_sentences = sentences(p.read_block(prompt, "SUMMARY") or "")
-    mark = language_marker(prompt)
-    answers = []
-    for i, question in enumerate(p.read_numbered_block(prompt, "QUESTIONS"), start=1):
-        best, hits = _best_sentence(content_words(question), summary_sentences)
-        answer = _clip(mark + best, sch.ANSWER_CHARS) if hits else "idk"
-        answers.append({"index": i, "answer": answer})
-    return {"answers": answers}
+    return _answers(prompt, p.read_block(prompt, "SUMMARY") or "", "answer", "idk")
 
 
 def _grade_answers(prompt: str) -> dict:
