@@ -14,12 +14,11 @@ from typing import Any
 
 from .. import prompts as p
 from ..core.cache_hints import cache_hint, source_key
-from ..evaluation.options import ScoreOptions
 from ..evaluation.result import ClaimEvidence, QuestionEvidence
 from ..judge.wrappers import CachedJudge, base_judge
 from ..prompts import schemas
 from ..prompts.pointing import SENTENCE_STEP, pointed_review_schema, sentence_checks_schema
-from .calls import Route, SummaryJob, ask_about_source, fits, review_and_check, sized
+from .calls import SummaryJob, ask_about_source, fits, review_and_check, sized
 
 NO_POINTER_REASON = "no summary sentence answers it"
 """The grade reason of a question the judge pointed at no sentence for (grade 0)."""
@@ -104,26 +103,17 @@ def sentence_evidence(sentences: Sequence[str], entries: Sequence[Any]) -> list[
     return out
 
 
-async def check_sentences(
-    source: str,
-    sentences: Sequence[str],
-    judge: CachedJudge,
-    options: ScoreOptions,
-    route: Route,
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
-) -> list[ClaimEvidence]:
+async def check_sentences(job: SummaryJob, sentences: Sequence[str]) -> list[ClaimEvidence]:
     """Every sentence of the summary judged against the full source, in one reply. When that
     prompt exceeds the context budget, each sentence is verified against the passages retrieved
     for it with the step path's verification (its verdicts map to ``out-of-context`` for
     ``not_in_source`` and ``other`` for ``contradicted``, without a span: docs/DESIGN.md)."""
     if not sentences:
         return []
-    langs = {"language": language, "source_language": source_language}
+    source, judge, langs = job.source, job.judge, job.langs
     prompt = p.check_sentences_prompt(source, sentences, **langs)
-    if not fits(prompt, options):
-        return await _check_sentences_long(source, sentences, judge, options, route, langs)
+    if not fits(prompt, job.options):
+        return await _check_sentences_long(job, sentences)
     count = len(sentences)
     schema = sized(sentence_checks_schema(count, sentence_step(judge)), langs)
     key = source_key(p.source_prefix(source))
@@ -136,20 +126,14 @@ async def check_sentences(
     return sentence_evidence(sentences, reply.sentences)
 
 
-async def _check_sentences_long(
-    source: str,
-    sentences: Sequence[str],
-    judge: CachedJudge,
-    options: ScoreOptions,
-    route: Route,
-    langs: dict[str, str | None],
-) -> list[ClaimEvidence]:
+async def _check_sentences_long(job: SummaryJob, sentences: Sequence[str]) -> list[ClaimEvidence]:
+    langs = job.langs
     verdicts = await ask_about_source(
-        source,
+        job.source,
         list(sentences),
-        options,
-        judge,
-        route,
+        job.options,
+        job.judge,
+        job.route,
         functools.partial(p.verify_claims_prompt, **langs),
         functools.partial(p.verify_claims_excerpts_prompt, **langs),
         lambda n: sized(schemas.verdicts_schema(n), langs),
@@ -274,7 +258,7 @@ async def sentence_calls(job: SummaryJob) -> list[Any]:
 
     async def check() -> list[ClaimEvidence]:
         sentences, _ = await asyncio.shield(split_task)
-        return await check_sentences(job.source, sentences, judge, job.options, job.route, **langs)
+        return await check_sentences(job, sentences)
 
     async def review() -> tuple[list[QuestionEvidence], p.StyleReview | None]:
         questions = await asyncio.shield(job.questions_task)

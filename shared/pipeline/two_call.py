@@ -9,13 +9,11 @@ from typing import Any
 
 from .. import prompts as p
 from ..core.cache_hints import cache_hint
-from ..evaluation.options import ScoreOptions
 from ..evaluation.result import ClaimEvidence, QuestionEvidence
 from ..judge.wrappers import CachedJudge
 from ..prompts import schemas
 from .calls import (
     IDK_ANSWERS,
-    Route,
     SummaryJob,
     by_index,
     fits,
@@ -41,23 +39,14 @@ def _check_checked(reply: p.CheckedClaims) -> None:
         raise ValueError("claims must be non-empty strings")
 
 
-async def check_claims_at_once(
-    source: str,
-    summary: str,
-    judge: CachedJudge,
-    options: ScoreOptions,
-    route: Route,
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
-) -> list[ClaimEvidence]:
+async def check_claims_at_once(job: SummaryJob) -> list[ClaimEvidence]:
     """The summary's claims extracted and each judged against the full source, in one reply.
     When that prompt exceeds the context budget: the step-by-step :func:`check_claims`
     (extraction, then retrieved passages per claim)."""
-    langs = {"language": language, "source_language": source_language}
+    source, summary, judge, langs = job.source, job.summary, job.judge, job.langs
     prompt = p.check_claims_prompt(source, summary, **langs)
-    if not fits(prompt, options):
-        return await check_claims(source, summary, judge, options, route, **langs)
+    if not fits(prompt, job.options):
+        return await check_claims(source, summary, judge, job.options, job.route, **langs)
     with cache_hint(source_hint(source)):
         reply = await judge.generate(
             prompt,
@@ -147,9 +136,7 @@ async def two_call_calls(job: SummaryJob) -> list[Any]:
 
     async def claims() -> list[ClaimEvidence]:
         await asyncio.wait([job.questions_task])
-        return await check_claims_at_once(
-            job.source, job.summary, judge, options, job.route, **langs
-        )
+        return await check_claims_at_once(job)
 
     review_task = asyncio.ensure_future(review())
     return await review_and_check(review_task, claims(), job.dimensions)
