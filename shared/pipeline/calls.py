@@ -10,10 +10,12 @@ imports another's private helpers.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import prompts as p
 from ..core.cache_hints import source_key
 from ..core.tokens import estimate_tokens
 from ..evaluation.options import ScoreOptions
@@ -130,6 +132,31 @@ async def ask_about_source(
         for i, entry in zip(group.items, reply, strict=True):
             entries[i] = entry
     return entries
+
+
+async def verify_against_source(
+    source: str,
+    claims: Sequence[str],
+    options: ScoreOptions,
+    judge: CachedJudge,
+    route: Route,
+    langs: dict[str, str | None],
+) -> list[Any]:
+    """Each claim's verdict against the whole source, or against the passages retrieved for it
+    past the context budget: the step path's verification, which the sentences path uses for
+    a long source."""
+    return await ask_about_source(
+        source,
+        list(claims),
+        options,
+        judge,
+        route,
+        functools.partial(p.verify_claims_prompt, **langs),
+        functools.partial(p.verify_claims_excerpts_prompt, **langs),
+        lambda count: sized(schemas.verdicts_schema(count), langs),
+        "verdicts",
+        "verdict",
+    )
 
 
 async def review_and_check(

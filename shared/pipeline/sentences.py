@@ -7,7 +7,6 @@ pipeline is the only caller.
 from __future__ import annotations
 
 import asyncio
-import functools
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -16,9 +15,14 @@ from .. import prompts as p
 from ..core.cache_hints import cache_hint, source_key
 from ..evaluation.result import ClaimEvidence, QuestionEvidence
 from ..judge.wrappers import CachedJudge, base_judge
-from ..prompts import schemas
 from ..prompts.pointing import SENTENCE_STEP, pointed_review_schema, sentence_checks_schema
-from .calls import SummaryJob, ask_about_source, fits, review_and_check, sized
+from .calls import (
+    SummaryJob,
+    fits,
+    review_and_check,
+    sized,
+    verify_against_source,
+)
 
 NO_POINTER_REASON = "no summary sentence answers it"
 """The grade reason of a question the judge pointed at no sentence for (grade 0)."""
@@ -128,17 +132,8 @@ async def check_sentences(job: SummaryJob, sentences: Sequence[str]) -> list[Cla
 
 async def _check_sentences_long(job: SummaryJob, sentences: Sequence[str]) -> list[ClaimEvidence]:
     langs = job.langs
-    verdicts = await ask_about_source(
-        job.source,
-        list(sentences),
-        job.options,
-        job.judge,
-        job.route,
-        functools.partial(p.verify_claims_prompt, **langs),
-        functools.partial(p.verify_claims_excerpts_prompt, **langs),
-        lambda n: sized(schemas.verdicts_schema(n), langs),
-        "verdicts",
-        "verdict",
+    verdicts = await verify_against_source(
+        job.source, sentences, job.options, job.judge, job.route, langs
     )
     out = []
     for text, v in zip(sentences, verdicts, strict=True):

@@ -22,7 +22,6 @@ Internal: the pipeline is its only caller; its names may change without notice.
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,15 @@ from ..evaluation.options import ScoreOptions
 from ..evaluation.result import ClaimEvidence, QuestionEvidence
 from ..judge.wrappers import CachedJudge, Judge, base_judge, robust_judge
 from ..prompts import schemas
-from .calls import IDK_ANSWERS, Route, ask_about_source, by_index, indexed, normal, sized
+from .calls import (
+    IDK_ANSWERS,
+    Route,
+    by_index,
+    indexed,
+    normal,
+    sized,
+    verify_against_source,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Judge wrapping, shared across calls with the same user judge
@@ -146,18 +153,7 @@ async def check_claims(
     claims = [c.strip() for c in extracted.claims]
     if not claims:
         return []
-    verdicts = await ask_about_source(
-        source,
-        claims,
-        options,
-        judge,
-        route,
-        functools.partial(p.verify_claims_prompt, **langs),
-        functools.partial(p.verify_claims_excerpts_prompt, **langs),
-        lambda count: sized(schemas.verdicts_schema(count), langs),
-        "verdicts",
-        "verdict",
-    )
+    verdicts = await verify_against_source(source, claims, options, judge, route, langs)
     return [
         ClaimEvidence(claim=c, verdict=v.verdict, reason=v.reason.strip(), quote=v.quote.strip())
         for c, v in zip(claims, verdicts, strict=True)
