@@ -2,7 +2,9 @@
 
 Exit status of ``score``: 0 every row scored, 1 some rows failed (bad input or unscored; the
 summary line says how many), 2 usage error (bad option, unreadable input, judge misconfigured),
-130 interrupted (finished rows are kept; rerun the same command to resume).
+3 with ``--fail-under``: a row's verdict is FAIL, 4 with ``--fail-under``: none fails but a row's
+verdict over its judge samples is inconclusive, 130 interrupted (finished rows are kept; rerun
+the same command to resume).
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ from .common import (
     default_report,
     err,
     out,
+    pass_mark,
     run_report_info,
+    verdict_status,
 )
 from .engines import Engine, Job, LocalEngine
 from .flags import options_from_flags, with_option_flags
@@ -177,6 +181,20 @@ def score(
             "without a judge, on the mean of the dimensions that track quality).",
         ),
     ] = None,
+    fail_under: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            callback=flags.finite,
+            help="--threshold that sets the exit status: 3 if a row FAILs, 4 if none does but "
+            "a row is inconclusive over its judge samples (--samples k > 1).",
+        ),
+    ] = None,
+    inconclusive: Annotated[
+        str | None,
+        typer.Option(help="With --fail-under: count an inconclusive row as pass or fail."),
+    ] = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -215,9 +233,12 @@ def score(
     core = options_from_flags(option_flags, given)
     # retries and concurrency shape the judge wrapper built below, not the core's options
     retries, concurrency = core.pop("retries"), core.pop("concurrency")
+    threshold = pass_mark(threshold, fail_under, inconclusive)
     settings = RunSettings(
         timeout=timeout,
         threshold=threshold,
+        fail_under=fail_under,
+        inconclusive=inconclusive,
         flip_threshold=flip_threshold,
         actors=actors,
         concurrency=concurrency,
@@ -270,7 +291,8 @@ def score(
     _print_table(all_rows, keys, threshold)
     if flips is not None:
         _print_stability(all_rows, keys, flips)
-    raise typer.Exit(_finish(all_rows, output, report_path, skipped))
+    status = _finish(all_rows, output, report_path, skipped)
+    raise typer.Exit(status or verdict_status(all_rows, fail_under, inconclusive))
 
 
 def _checked_options(
