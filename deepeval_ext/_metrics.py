@@ -252,9 +252,7 @@ class _SummaryMetricBase(BaseMetric):
         # samples=k > 1: pass, fail or inconclusive over the samples, which decides success
         self.verdict = row_verdict(evaluation, self.threshold, self._score_key)
         self.score_breakdown.update(verdict_breakdown(self.verdict))
-        self.reason = (
-            self._verdict_line() + self._reason(evaluation) if self.include_reason else None
-        )
+        self.reason = self._with_verdict(self._reason(evaluation)) if self.include_reason else None
         self.error = None
         self.evaluation_cost = usage.cost
         self.success = self.is_successful()
@@ -270,17 +268,19 @@ class _SummaryMetricBase(BaseMetric):
     def _reason(self, evaluation: SummaryEvaluation) -> str:
         return evaluation.reason
 
-    def _verdict_line(self) -> str:
-        """The reason's first line with samples=k > 1: the verdict and what it counts as."""
+    def _with_verdict(self, reason: str) -> str:
+        """``reason`` with, under its first line (the means over samples=k > 1), the verdict
+        and what an inconclusive one counts as."""
         if self.verdict is None:
-            return ""
-        counted = ""
+            return reason
+        line = self.verdict.line()
         if self.verdict.verdict == "inconclusive":
-            counted = (
+            line += (
                 f" Counted as {'a pass' if self.inconclusive == 'pass' else 'a fail'} "
                 f"(inconclusive={self.inconclusive!r})."
             )
-        return f"{self.verdict.line()}{counted}\n"
+        head, _, rest = reason.partition("\n")
+        return "\n".join(part for part in (head, line, rest) if part)
 
     def is_successful(self) -> bool | None:
         """DeepEval's rule (score >= threshold; False on an error), except with samples=k > 1:

@@ -275,10 +275,14 @@ def test_deepeval_success_follows_the_verdict(
     case = deepeval_case(seed, passing, **options)
     (data,) = case.metrics_data
     assert case.success is success and data.success is success
-    assert data.reason.startswith(f"Verdict: {expected} ({passing} of 4 judge samples reach 0.5")
+    head, line = data.reason.splitlines()[:2]
+    assert head.startswith("Mean over 4 judge samples: score")
+    assert line.startswith(f"Verdict: {expected} ({passing} of 4 judge samples reach 0.5")
     if expected == "inconclusive":
         counted = "a pass" if options.get("inconclusive", "pass") == "pass" else "a fail"
-        assert f"Counted as {counted}" in data.reason.splitlines()[0]
+        assert line.endswith(
+            f"Counted as {counted} (inconclusive={options.get('inconclusive', 'pass')!r})."
+        )
 
 
 def test_deepeval_score_breakdown_holds_the_pass_probability_and_interval(
@@ -330,7 +334,7 @@ def test_deepeval_single_sample_keeps_the_old_rule(seed: tuple[str, str]) -> Non
     metric = SummaryQualityMetric(model=FakeDeepEvalModel(scripted(1, samples=1)), cache=False)
     metric.measure(LLMTestCase(input=seed[0], actual_output=seed[1]), _show_indicator=False)
     assert metric.verdict is None and "verdict" not in metric.score_breakdown
-    assert not metric.reason.startswith("Verdict")
+    assert "Verdict" not in metric.reason
     assert metric.is_successful() is (metric.score >= metric.threshold)
 
 
@@ -340,3 +344,66 @@ def test_deepeval_rejects_an_unknown_inconclusive_option() -> None:
 
     with pytest.raises(ValueError, match="inconclusive must be 'pass' or 'fail'"):
         SummaryQualityMetric(model=FakeDeepEvalModel(FakeJudge()), inconclusive="maybe")
+
+
+INCONCLUSIVE_TESTS = """
+import json
+
+import pytest
+from deepeval import assert_test
+from deepeval.test_case import LLMTestCase
+
+from deepeval_ext import SummaryQualityMetric
+from deepeval_ext.testing import FakeDeepEvalModel
+from shared.testing import FakeJudge
+
+SOURCE = {source!r}
+SUMMARY = {summary!r}
+SUPPORTED = {supported!r}
+FLAGGED = {flagged!r}
+
+
+def metric(passing, **options):
+    judge = FakeJudge({{"SentenceChecks": [SUPPORTED] * passing + [FLAGGED] * (4 - passing)}})
+    return SummaryQualityMetric(model=FakeDeepEvalModel(judge), samples=4, cache=False, **options)
+
+
+@pytest.mark.parametrize(
+    ("passing", "options"),
+    [(2, {{}}), (2, {{"inconclusive": "fail"}}), (4, {{}}), (0, {{}})],
+    ids=["two of four", "two of four, inconclusive=fail", "four of four", "none of four"],
+)
+def test_samples(passing, options):
+    assert_test(LLMTestCase(input=SOURCE, actual_output=SUMMARY), [metric(passing, **options)])
+"""
+
+
+def test_deepeval_test_run_fails_only_on_a_clear_fail_unless_told(
+    tmp_path: Path, seed: tuple[str, str]
+) -> None:
+    """``deepeval test run`` (a subprocess, as tests/test_deepeval_cli.py runs it)."""
+    from tests.test_deepeval_cli import BIN, GUARD_ARGS, failure_text, outcomes, run
+
+    source, summary = seed
+    (tmp_path / "test_inconclusive.py").write_text(
+        INCONCLUSIVE_TESTS.format(
+            source=source, summary=summary, supported=SUPPORTED, flagged=FLAGGED
+        )
+    )
+    report = tmp_path / "report.xml"
+    proc = run(
+        [str(BIN / "deepeval"), "test", "run", str(tmp_path), *GUARD_ARGS, f"--junitxml={report}"],
+        tmp_path,
+    )
+    assert report.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert outcomes(report) == {
+        "test_samples[two of four]": "passed",
+        "test_samples[two of four, inconclusive=fail]": "failed",
+        "test_samples[four of four]": "passed",
+        "test_samples[none of four]": "failed",
+    }, proc.stdout[-3000:]
+    assert proc.returncode == 1
+    text = " ".join(failure_text(report, "test_samples[two of four, inconclusive=fail]").split())
+    assert "Verdict: inconclusive (2 of 4 judge samples reach 0.5" in text
+    assert "Counted as a fail (inconclusive='fail')" in text
+    assert "Verdict: fail (0 of 4" in failure_text(report, "test_samples[none of four]")
