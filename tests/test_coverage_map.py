@@ -12,7 +12,14 @@ from typing import Any
 from typer.testing import CliRunner
 
 from shared.cli.app import app
-from shared.cli.coverage_map import CLASSES, WHOLE_SENTENCES, place, source_map, sources_of
+from shared.cli.coverage_map import (
+    CLASSES,
+    MAX_SOURCES,
+    WHOLE_SENTENCES,
+    place,
+    source_map,
+    sources_of,
+)
 from shared.cli.report import ReportInfo, render_report
 from shared.pipeline.chunking import sentence_spans
 from shared.runs.inputs import InputRow
@@ -160,3 +167,18 @@ def test_report_command_reads_the_sources_again(tmp_path: Path) -> None:
     done = runner.invoke(app, ["report", str(results), "-o", str(page), "--input", str(other)])
     assert done.exit_code == 0 and "1 scored rows have no source" in " ".join(done.output.split())
     assert 'id="coverage-maps-none"' in page.read_text()
+
+
+def test_a_report_maps_the_sources_of_its_worst_summaries_only() -> None:
+    rows = [
+        result_row(f"r{i:02}", question("Cost?", f"{i} million euros", 0), score=i / 100)
+        for i in range(MAX_SOURCES + 5)
+    ]
+    sources = {
+        f"r{i:02}": f"The plan will cost {i} million euros. Work starts soon." for i in range(25)
+    }
+    html = render_report(rows, ["score"], ReportInfo(judge="x"), worst=3, sources=sources)
+    assert html.count('<details class="coverage-map"') == MAX_SOURCES
+    assert "5 more sources not mapped" in html
+    assert 'id="source-1" open>' in html and "Source of r00 (1 summary)" in html  # worst first
+    assert "Source of r24" not in html

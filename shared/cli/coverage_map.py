@@ -16,9 +16,11 @@ A summary covers a question when the judge graded its answer 3 or more (and, on 
 path, pointed at a summary sentence): the rule of the report's "Missed questions" table. A sentence
 is *covered* when every summary of its source covers every question placed on it, *missed* when
 none does, *partly* covered otherwise; a sentence no question is about stays plain. A source of
-more than :data:`WHOLE_SENTENCES` sentences (a chunked long source) is shown as a window: the
-sentences with a question and :data:`CONTEXT` sentences either side, every other run of
-sentences folded into one "… N sentences …" marker.
+more than :data:`WHOLE_SENTENCES` sentences or :data:`WHOLE_CHARS` characters (a chunked long
+source) is shown as a window: the sentences with a question and :data:`CONTEXT` sentences either
+side, every other run of sentences folded into one "… N sentences …" marker. At most
+:data:`MAX_SOURCES` sources are mapped (those with the worst summaries), so a run over thousands
+of sources does not copy them all into its report.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ from ..runs.results import STATUS_OK, Row
 
 WHOLE_SENTENCES = 200
 """Sources of up to this many sentences are shown whole; longer ones as a window."""
+WHOLE_CHARS = 30_000
+"""... and of up to this many characters."""
+MAX_SOURCES = 20
+"""The sources mapped in one report, in the order of their worst summary."""
 CONTEXT = 1
 """Sentences shown either side of a questioned sentence in a window."""
 SENTENCE_CHARS = 600
@@ -178,7 +184,7 @@ def source_map(source: str, rows: Sequence[Row], anchor: str) -> SourceMap:
         for i in where:
             on.setdefault(i, []).append(q)
     near = {j for i in on for j in range(i - CONTEXT, i + CONTEXT + 1)}
-    whole = len(spans) <= WHOLE_SENTENCES
+    whole = len(spans) <= WHOLE_SENTENCES and len(source) <= WHOLE_CHARS
     shown = set(range(len(spans))) if whole else {j for j in near if 0 <= j < len(spans)}
     pieces: list[tuple[str, str, str]] = []
     counts = dict.fromkeys(CLASSES, 0)
@@ -214,18 +220,18 @@ def source_map(source: str, rows: Sequence[Row], anchor: str) -> SourceMap:
 
 def coverage_maps(
     ranked: Sequence[Row], sources: Mapping[str, str]
-) -> tuple[list[SourceMap], dict[str, str]]:
+) -> tuple[list[SourceMap], dict[str, str], int]:
     """One map per distinct source of the scored rows ``ranked`` (worst first: the sources in
-    the order of their worst summary), and each row id's map anchor. Rows with no questions or
-    no known source are left out."""
+    the order of their worst summary; the first :data:`MAX_SOURCES`), each row id's map anchor,
+    and how many sources were left unmapped for that limit. Rows with no questions or no known
+    source are left out."""
     groups: dict[str, list[Row]] = {}
     for row in ranked:
         text = sources.get(str(row.get("id")))
         questions = (row.get("evidence") or {}).get("questions")
         if row.get("status") == STATUS_OK and text and questions:
             groups.setdefault(text, []).append(row)
-    maps = [
-        source_map(text, rows, f"source-{n}") for n, (text, rows) in enumerate(groups.items(), 1)
-    ]
+    mapped = list(groups.items())[:MAX_SOURCES]
+    maps = [source_map(text, rows, f"source-{n}") for n, (text, rows) in enumerate(mapped, 1)]
     anchors = {row_id: m.anchor for m in maps for row_id in m.ids}
-    return maps, anchors
+    return maps, anchors, len(groups) - len(mapped)

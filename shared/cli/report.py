@@ -418,7 +418,7 @@ def render_report(
     ranked = sorted(
         (r for r in ok if rank_value(r, keys) is not None), key=lambda r: rank_value(r, keys)
     )
-    maps, anchors = coverage_maps(ranked, sources or {})
+    maps, anchors, unmapped = coverage_maps(ranked, sources or {})
     worst_rows = [
         {**_worst_entry(r, keys, info.threshold), "map": anchors.get(str(r.get("id")), "")}
         for r in ranked[:worst]
@@ -459,6 +459,7 @@ def render_report(
         rank_basis=rank_basis(any(_is_number(r.get(HEADLINE)) for r in ok)),
         empty_keys=[k for k in keys if k not in present],
         maps=maps,
+        unmapped=unmapped,
         sources_known=bool(sources),
     )
 
