@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 from shared import FactDiff, compare, score_summaries
 from shared.cli.app import app
 from shared.prompts import pointing as pt
-from shared.prompts import read_block, read_numbered_block
+from shared.prompts import read_numbered_block
+from shared.prompts import schemas as sch
 from shared.runs.results import ResultsWriter, read_results, score_keys
 from shared.testing import FakeJudge, default_answer, stub_server
 
@@ -48,7 +49,7 @@ def _for_row(change: Callable[[str, dict[str, Any]], None], schema: type) -> Cal
 
     def answer(prompt: str) -> dict[str, Any]:
         data = default_answer(prompt, schema).model_dump(exclude_none=True)
-        if SUMMARY.split(". ")[0] in (read_block(prompt, "SENTENCES") or ""):
+        if SUMMARY.split(". ")[0] in prompt:  # only ROW's summary holds its first sentence
             change(prompt, data)
         return data
 
@@ -262,3 +263,61 @@ def test_a_question_in_one_file_only_is_listed_apart_not_as_worse(
         ["How much will the plan cost?"],
     )
     assert [n.text for n in changed.new_unsupported] == [SENTENCE]
+
+
+# ---------------------------------------------------------------------------------------------
+# The claims paths (two-call): claims instead of sentences, answers written out
+# ---------------------------------------------------------------------------------------------
+
+CLAIM_FLAG = {"verdict": "not_in_source", "reason": "Scripted: not in the source.", "quote": ""}
+
+
+def _lower_review_grade(prompt: str, data: dict[str, Any]) -> None:
+    for entry, line in zip(data["answers"], read_numbered_block(prompt, "ITEMS"), strict=True):
+        if QUESTION in line:
+            assert entry["grade"] == 4
+            entry.update(grade=2, reason="Scripted: half of it.")
+
+
+def _flag_first_claim(prompt: str, data: dict[str, Any]) -> None:
+    assert data["claims"][0]["verdict"] == "supported"
+    data["claims"][0].update(CLAIM_FLAG)
+
+
+def test_the_two_call_path_is_diffed_by_claims_and_written_answers() -> None:
+    """``compare`` on SummaryEvaluations (ids: positions): one grade lowered, one claim flagged."""
+    rows = [json.loads(line) for line in EXAMPLES.read_text().splitlines()]
+    pairs = [(r["source"], r["summary"]) for r in rows]
+    second = FakeJudge(
+        {
+            "SummaryReview": [_for_row(_lower_review_grade, sch.SummaryReview)] * 100,
+            "CheckedClaims": [_for_row(_flag_first_claim, sch.CheckedClaims)] * 100,
+        }
+    )
+    kwargs: dict[str, Any] = {"judge_path": "two-call", "dimensions": (), "cache": False}
+    a = score_summaries(pairs, judge=FakeJudge(), **kwargs)
+    b = score_summaries(pairs, judge=second, **kwargs)
+    facts = compare(a, b, resamples=50, trials=50).facts
+    position = str([r["id"] for r in rows].index(ROW) + 1)
+    assert facts.compared == 8 and [r.id for r in facts.changed()] == [position]
+    changed = facts.get(position)
+    [worse] = changed.worse_answers
+    assert (worse.question, worse.grade_a, worse.grade_b, worse.weighted_drop) == (
+        QUESTION,
+        4,
+        2,
+        8,
+    )
+    assert (
+        worse.answer_b
+        and worse.answer_b != "idk"
+        and worse.grade_reason_b == "Scripted: half of it."
+    )
+    [claim] = changed.new_unsupported
+    first_claim = b[int(position) - 1].claims[0].claim
+    assert (claim.text, claim.verdict, claim.reason) == (
+        first_claim,
+        "not_in_source",
+        CLAIM_FLAG["reason"],
+    )
+    assert claim.error_type is None and claim.span is None  # the claims paths have neither
