@@ -321,3 +321,69 @@ def test_the_two_call_path_is_diffed_by_claims_and_written_answers() -> None:
         CLAIM_FLAG["reason"],
     )
     assert claim.error_type is None and claim.span is None  # the claims paths have neither
+
+
+# ---------------------------------------------------------------------------------------------
+# The rules, on constructed rows
+# ---------------------------------------------------------------------------------------------
+
+
+def _q(text: str, grade: int, importance: int, counted: bool = True) -> dict[str, Any]:
+    return {
+        "question": text,
+        "importance": importance,
+        "reference_answer": "ref",
+        "summary_answer": "ans",
+        "grade": grade,
+        "counted": counted,
+    }
+
+
+def _c(text: str, verdict: str = "supported") -> dict[str, Any]:
+    return {"claim": text, "verdict": verdict, "reason": "", "quote": ""}
+
+
+def _row(row_id: str, questions: list[dict[str, Any]], claims: list[dict[str, Any]]) -> dict:
+    return {
+        "id": row_id,
+        "status": "ok",
+        "score": 0.5,
+        "evidence": {"questions": questions, "claims": claims},
+    }
+
+
+def test_ranking_weighting_and_matching_rules(tmp_path: Path) -> None:
+    """Drop x the higher importance, worst first; an uncounted question and a better grade are
+    no worse answer; an unsupported sentence A already had is not new (counted as a multiset);
+    ids ranked by facts lost; markup from the judge is escaped in the report; CSV files too."""
+    a = [
+        _row(
+            "x",
+            [_q("Q1", 5, 1), _q("Q2", 4, 2), _q("Q3", 5, 5, counted=False), _q("Q4", 2, 3)],
+            [_c("S1", "contradicted"), _c("S2"), _c("S3", "not_in_source")],
+        ),
+        _row("y", [_q("<b>Who?</b>", 3, 2)], [_c("T1")]),
+    ]
+    b = [
+        _row(
+            "x",
+            [_q("Q1", 2, 1), _q("Q2", 3, 5), _q("Q3", 0, 5, counted=False), _q("Q4", 4, 3)],
+            [_c("S1", "contradicted"), _c("S1", "contradicted"), _c("S3", "not_in_source")],
+        ),
+        _row("y", [_q("<b>Who?</b>", 2, 2)], [_c("T1", "not_in_source")]),
+    ]
+    fa = _write(tmp_path / "a.results.csv", a)
+    fb = _write(tmp_path / "b.results.csv", b)
+    facts = compare(fa, fb, resamples=20, trials=20).facts
+    x = facts.get("x")
+    # Q2: drop 1 x max(2, 5) = 5 ranks above Q1: drop 3 x 1 = 3; Q3 uncounted, Q4 better
+    assert [(w.question, w.drop, w.importance, w.weighted_drop) for w in x.worse_answers] == [
+        ("Q2", 1, 5, 5),
+        ("Q1", 3, 1, 3),
+    ]
+    # S1 twice in B, once in A: one is new; S3 was unsupported in A already
+    assert [(n.text, n.verdict) for n in x.new_unsupported] == [("S1", "contradicted")]
+    assert [r.id for r in facts.changed()] == ["x", "y"]  # 3 facts lost before 2
+    code, _ = run_cli("compare", fa, fb, "-o", tmp_path / "r.html", *FAST)
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert code == 0 and "&lt;b&gt;Who?&lt;/b&gt;" in page and "<b>Who?</b>" not in page
