@@ -23,6 +23,7 @@ from ..evaluation.result import QuestionEvidence
 from ..judge.wrappers import CachedJudge
 from ..prompts import schemas
 from .calls import (
+    ANSWER_USER_QUESTIONS,
     NOT_IN_SOURCE,
     Route,
     ask_about_source,
@@ -148,16 +149,7 @@ async def source_questions(
             return await chunked_questions(source, options, judge, **langs)
         return await _generated(prompt, options, judge, langs)
     answers = await ask_about_source(
-        source,
-        [q.question for q in user],
-        options,
-        judge,
-        route,
-        functools.partial(p.answer_user_questions_prompt, **langs),
-        functools.partial(p.answer_user_questions_excerpts_prompt, **langs),
-        lambda count: sized(schemas.reference_answers_schema(count), langs),
-        "answers",
-        "reference answer",
+        ANSWER_USER_QUESTIONS, source, [q.question for q in user], options, judge, route, langs
     )
     return _user_evidence(user, answers)
 
