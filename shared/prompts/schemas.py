@@ -275,6 +275,15 @@ def _positional(item: type[ReplySchema], count: int) -> Any:
     return tuple[entries]  # type: ignore[valid-type]
 
 
+def _one_per(
+    count: int, what: str, base: type[_Schema], **field: type[ReplySchema]
+) -> type[_Schema]:
+    """``base`` whose one list ``field`` holds exactly ``count`` entries, one per ``what``, the
+    i-th with ``index`` fixed to i."""
+    ((name, item),) = field.items()
+    return _narrowed(base, **{name: (_positional(item, _count(count, what)), ...)})
+
+
 def _count(count: int, what: str) -> int:
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         raise ValueError(f"a reply needs at least one {what}; got {count!r}")
@@ -295,9 +304,7 @@ def questions_schema(at_most: int) -> type[GeneratedQuestions]:
 @functools.lru_cache(maxsize=256)
 def reference_answers_schema(count: int) -> type[ReferenceAnswers]:
     """Exactly one reference answer per user question, indices 1..count in order."""
-    return _narrowed(
-        ReferenceAnswers, answers=(_positional(ReferenceAnswer, _count(count, "question")), ...)
-    )
+    return _one_per(count, "question", ReferenceAnswers, answers=ReferenceAnswer)
 
 
 @functools.lru_cache(maxsize=256)
@@ -312,23 +319,19 @@ def claims_schema(at_most: int) -> type[ExtractedClaims]:
 @functools.lru_cache(maxsize=256)
 def verdicts_schema(count: int) -> type[ClaimVerdicts]:
     """Exactly one verdict per claim shown, indices 1..count in order."""
-    return _narrowed(
-        ClaimVerdicts, verdicts=(_positional(ClaimVerdict, _count(count, "claim")), ...)
-    )
+    return _one_per(count, "claim", ClaimVerdicts, verdicts=ClaimVerdict)
 
 
 @functools.lru_cache(maxsize=256)
 def summary_answers_schema(count: int) -> type[SummaryAnswers]:
     """Exactly one answer per question, indices 1..count in order."""
-    return _narrowed(
-        SummaryAnswers, answers=(_positional(SummaryAnswer, _count(count, "question")), ...)
-    )
+    return _one_per(count, "question", SummaryAnswers, answers=SummaryAnswer)
 
 
 @functools.lru_cache(maxsize=256)
 def grades_schema(count: int) -> type[AnswerGrades]:
     """Exactly one grade per item, indices 1..count in order."""
-    return _narrowed(AnswerGrades, grades=(_positional(AnswerGrade, _count(count, "item")), ...))
+    return _one_per(count, "item", AnswerGrades, grades=AnswerGrade)
 
 
 @functools.lru_cache(maxsize=256)
