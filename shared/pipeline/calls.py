@@ -103,6 +103,17 @@ class SourceAsk:
     field: str
     what: str
 
+    async def entries(
+        self, judge: CachedJudge, prompt: str, count: int, langs: dict[str, str | None]
+    ) -> list[Any]:
+        """The reply's ``count`` entries to ``prompt``, in item order."""
+        reply = await judge.generate(
+            prompt,
+            sized(self.schema(count), langs),
+            check=lambda r: indexed(getattr(r, self.field), count, self.what),
+        )
+        return by_index(getattr(reply, self.field))
+
 
 VERIFY_CLAIMS = SourceAsk(
     p.verify_claims_prompt,
@@ -141,25 +152,17 @@ async def ask_about_source(
     all calls in parallel (the same round as a full-source call)."""
     items = list(items)
     build = functools.partial(ask.excerpts, **langs)
-
-    async def asked(prompt: str, count: int) -> list[Any]:
-        reply = await judge.generate(
-            prompt,
-            sized(ask.schema(count), langs),
-            check=lambda r: indexed(getattr(r, ask.field), count, ask.what),
-        )
-        return by_index(getattr(reply, ask.field))
-
     prompt = ask.full(source, items, **langs)
     if fits(prompt, options):
-        return await asked(prompt, len(items))
+        return await ask.entries(judge, prompt, len(items), langs)
     route.long = True
     passages, groups = await _retrieved_groups(source, items, options, build([], [], None))
     last = len(passages) - 1
 
     async def one(group: Any) -> list[Any]:
         shown = [(j, passages[j].text) for j in group.passages]
-        return await asked(build(shown, [items[i] for i in group.items], last), len(group.items))
+        prompt = build(shown, [items[i] for i in group.items], last)
+        return await ask.entries(judge, prompt, len(group.items), langs)
 
     entries: list[Any] = [None] * len(items)
     for group, reply in zip(groups, await asyncio.gather(*(one(g) for g in groups)), strict=True):
