@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from shared import score_summary
 from shared.analysis.stability import row_verdict, with_verdicts
-from shared.cli.app import app
 from shared.evaluation.verdict import samples_needed, verdict, wilson_interval
 from shared.runs.results import read_results
 from shared.testing import FakeJudge, stub_server
+from tests.test_error_types import run_cli
 
 SUPPORTED = json.dumps({"sentences": [{"index": 1, "verdict": "supported"}]})
 FLAGGED = json.dumps(
@@ -123,7 +122,11 @@ def test_with_verdicts_replaces_a_verdict_at_another_threshold_and_drops_it_with
 # -- the CLI's exit status -------------------------------------------------------------------
 
 
-def run_score(tmp_path: Path, seed: tuple[str, str], judge: FakeJudge, *args: str) -> Any:
+def run_score(
+    tmp_path: Path, seed: tuple[str, str], judge: FakeJudge, *args: str
+) -> tuple[int, str, Path]:
+    """``score`` of the seed pair with ``judge`` behind the stub server: (exit status, output
+    on one line, results file)."""
     source, summary = seed
     tmp_path = tmp_path / str(len(list(tmp_path.iterdir())))  # a fresh folder per run
     tmp_path.mkdir()
@@ -131,24 +134,20 @@ def run_score(tmp_path: Path, seed: tuple[str, str], judge: FakeJudge, *args: st
     path.write_text(json.dumps({"id": "a", "source": source, "summary": summary}) + "\n")
     out = tmp_path / "out.jsonl"
     with stub_server(judge) as url:
-        result = CliRunner().invoke(
-            app,
-            [
-                "score",
-                str(path),
-                "-o",
-                str(out),
-                "--no-report",
-                "--no-cache",
-                "--base-url",
-                url,
-                "--model",
-                "fake-judge",
-                *args,
-            ],
-            catch_exceptions=False,
+        code, text = run_cli(
+            "score",
+            path,
+            "-o",
+            out,
+            "--no-report",
+            "--no-cache",
+            "--base-url",
+            url,
+            "--model",
+            "fake-judge",
+            *args,
         )
-    return result, out
+    return code, text, out
 
 
 @pytest.mark.parametrize(
@@ -187,9 +186,10 @@ def test_fail_under_exit_status_follows_the_verdict(
 def test_the_table_shows_inconclusive_with_threshold_alone_and_exits_0(
     tmp_path: Path, seed: tuple[str, str]
 ) -> None:
-    result, out = run_score(tmp_path, seed, scripted(2), "--samples", "4", "--threshold", "0.5")
-    text = " ".join(result.output.split())
-    assert result.exit_code == 0, text  # --threshold marks rows; only --fail-under sets the status
+    status, text, out = run_score(
+        tmp_path, seed, scripted(2), "--samples", "4", "--threshold", "0.5"
+    )
+    assert status == 0, text  # --threshold marks rows; only --fail-under sets the status
     assert "inconclusive" in text and "--fail-under" not in text
     assert read_results(out)[0]["evidence"]["verdict"]["verdict"] == "inconclusive"
 
@@ -197,18 +197,18 @@ def test_the_table_shows_inconclusive_with_threshold_alone_and_exits_0(
 def test_fail_under_with_one_sample_passes_or_fails_on_the_score(
     tmp_path: Path, seed: tuple[str, str]
 ) -> None:
-    good, out = run_score(tmp_path, seed, scripted(1, samples=1), "--fail-under", "0.5")
-    assert good.exit_code == 0, good.output
+    good, text, out = run_score(tmp_path, seed, scripted(1, samples=1), "--fail-under", "0.5")
+    assert good == 0, text
     assert "verdict" not in read_results(out)[0]["evidence"]
-    plain, plain_out = run_score(tmp_path, seed, scripted(1, samples=1))
-    assert plain.exit_code == 0
+    plain, _, plain_out = run_score(tmp_path, seed, scripted(1, samples=1))
+    assert plain == 0
     # the same rows as without the flag (but the command and the stub's port, recorded)
     assert [without_command(r) for r in read_results(plain_out)] == [
         without_command(r) for r in read_results(out)
     ]
-    bad, _ = run_score(tmp_path, seed, scripted(0, samples=1), "--fail-under", "0.5")
-    assert bad.exit_code == 3, bad.output
-    assert "0 pass, 1 FAIL, 0 inconclusive" in " ".join(bad.output.split())
+    bad, text, _ = run_score(tmp_path, seed, scripted(0, samples=1), "--fail-under", "0.5")
+    assert bad == 3, text
+    assert "0 pass, 1 FAIL, 0 inconclusive" in text
 
 
 def without_command(row: dict[str, Any]) -> dict[str, Any]:
@@ -228,9 +228,9 @@ def test_pass_mark_flags_that_disagree_are_a_usage_error(
     tmp_path: Path, seed: tuple[str, str], args: list[str], message: str
 ) -> None:
     judge = scripted(1, samples=1)
-    result, out = run_score(tmp_path, seed, judge, *args)
-    assert result.exit_code == 2
-    assert message in " ".join(result.output.split())
+    status, text, out = run_score(tmp_path, seed, judge, *args)
+    assert status == 2
+    assert message in text
     assert not out.exists() and judge.calls["SentenceChecks"] == 0
 
 

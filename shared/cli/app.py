@@ -155,12 +155,7 @@ class ScoreFlags:
     ] = False
     flip_threshold: Annotated[
         float,
-        typer.Option(
-            min=0.0,
-            max=1.0,
-            callback=flags.finite,
-            help="With --samples k > 1: pass mark for the share of rows that flip.",
-        ),
+        flags.unit_share("With --samples k > 1: pass mark for the share of rows that flip."),
     ] = RUN_DEFAULTS.flip_threshold
     cache: Annotated[
         Path | None,
@@ -174,22 +169,16 @@ class ScoreFlags:
     worst: Annotated[int, typer.Option(min=0, help="Worst summaries shown in the report.")] = 10
     threshold: Annotated[
         float | None,
-        typer.Option(
-            min=0.0,
-            max=1.0,
-            callback=flags.finite,
-            help="Pass mark: the table and the report mark each row pass or FAIL (on the score; "
-            "without a judge, on the mean of the dimensions that track quality).",
+        flags.unit_share(
+            "Pass mark: the table and the report mark each row pass or FAIL (on the score; "
+            "without a judge, on the mean of the dimensions that track quality)."
         ),
     ] = None
     fail_under: Annotated[
         float | None,
-        typer.Option(
-            min=0.0,
-            max=1.0,
-            callback=flags.finite,
-            help="--threshold that sets the exit status: 3 if a row FAILs, 4 if none does but "
-            "a row is inconclusive over its judge samples (--samples k > 1).",
+        flags.unit_share(
+            "--threshold that sets the exit status: 3 if a row FAILs, 4 if none does but "
+            "a row is inconclusive over its judge samples (--samples k > 1)."
         ),
     ] = None
     inconclusive: Annotated[
