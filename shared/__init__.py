@@ -33,6 +33,8 @@ _EXPORTS: dict[str, str] = {
     "DimensionEvidence": "shared.dimensions",
     "Embedder": "shared.dimensions",
     "FlipRate": "shared.analysis.stability",
+    "FrozenQuestion": "shared.evaluation.frozen",
+    "FrozenQuestions": "shared.evaluation.frozen",
     "Judge": "shared.judge.wrappers",
     "JudgeCheck": "shared.judge.check",
     "JudgeFailed": "shared.judge.wrappers",
@@ -60,6 +62,7 @@ _EXPORTS: dict[str, str] = {
     "UserQuestion": "shared.evaluation.options",
     "ValidatingJudge": "shared.judge.wrappers",
     "acheck_judge": "shared.judge.check",
+    "afreeze_questions": "shared.pipeline.freeze",
     "agreement": "shared.analysis.agreement",
     "alignment_ratio": "shared.core.scoring",
     "ascore_summaries": "shared.pipeline",
@@ -71,6 +74,9 @@ _EXPORTS: dict[str, str] = {
     "detect_language": "shared.core.language",
     "f_beta": "shared.core.scoring",
     "flip_rate": "shared.analysis.stability",
+    "freeze_questions": "shared.pipeline.freeze",
+    "question_drift": "shared.analysis.question_drift",
+    "read_questions": "shared.evaluation.frozen",
     "language_name": "shared.core.language",
     "robust_judge": "shared.judge.wrappers",
     "score_summaries": "shared.pipeline",
@@ -99,6 +105,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .analysis.agreement import Agreement, agreement
     from .analysis.bench import BenchResult, bench
     from .analysis.comparison import Comparison, SubScoreComparison, UnpairedError, compare
+    from .analysis.question_drift import question_drift
     from .analysis.stability import FlipRate, SubScoreStability, flip_rate, stability
     from .core.language import LanguageEvidence, detect_language, language_name
     from .core.scoring import alignment_ratio, combine_scores, f_beta, weighted_coverage
@@ -117,6 +124,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         MissingSpacyModelError,
     )
     from .dimensions.pipelines import SPACY_MODELS
+    from .evaluation.frozen import FrozenQuestion, FrozenQuestions, read_questions
     from .evaluation.options import (
         DEFAULT_CONCURRENCY,
         DEFAULT_CONTEXT_BUDGET,
@@ -140,6 +148,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         ValidatingJudge,
         robust_judge,
     )
+    from .pipeline.freeze import afreeze_questions, freeze_questions
     from .pipeline import (
         ascore_summaries,
         ascore_summary,
@@ -167,6 +176,8 @@ __all__ = [
     "DimensionEvidence",
     "Embedder",
     "FlipRate",
+    "FrozenQuestion",
+    "FrozenQuestions",
     "Judge",
     "JudgeCheck",
     "JudgeFailed",
@@ -190,6 +201,7 @@ __all__ = [
     "ValidatingJudge",
     "__version__",
     "acheck_judge",
+    "afreeze_questions",
     "agreement",
     "alignment_ratio",
     "ascore_summaries",
@@ -201,7 +213,10 @@ __all__ = [
     "detect_language",
     "f_beta",
     "flip_rate",
+    "freeze_questions",
     "language_name",
+    "question_drift",
+    "read_questions",
     "robust_judge",
     "score_summaries",
     "score_summary",
