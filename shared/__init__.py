@@ -148,7 +148,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         ValidatingJudge,
         robust_judge,
     )
-    from .pipeline.freeze import afreeze_questions, freeze_questions
     from .pipeline import (
         ascore_summaries,
         ascore_summary,
@@ -156,6 +155,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         score_summary,
         signature,
     )
+    from .pipeline.freeze import afreeze_questions, freeze_questions
 
 __all__ = [
     "DEFAULT_CONCURRENCY",

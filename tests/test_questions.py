@@ -51,6 +51,11 @@ def _edit_second_question(path: Path) -> str:
     return old
 
 
+def _score(url: str, cache: Path | None, *args: Any) -> tuple[int, str]:
+    """``score`` on the stub with no report and no dimensions (the questions are the point)."""
+    return run_cli("score", *args, "--no-report", "--dimensions", "", *judge_args(url, cache))
+
+
 def _questions_of(row: dict[str, Any]) -> list[dict[str, Any]]:
     return row["evidence"]["questions"]
 
@@ -76,10 +81,7 @@ def test_round_trip_an_edited_question_is_used_and_its_flag_reaches_the_results(
         assert code == 0 and "0 generated, 3 kept" in text, text
         assert frozen.read_bytes() == edited_bytes and url.count == before
 
-        code, text = run_cli(
-            "score", EXAMPLES, "--questions", frozen, "-o", out, "--no-report",
-            "--dimensions", "", *judge_args(url, cache),
-        )  # fmt: skip
+        code, text = _score(url, cache, EXAMPLES, "--questions", frozen, "-o", out)
         assert code == 0, text
         assert "3 of 3 sources use the frozen questions" in text and "0 generated" in text
         assert not url.judge.prompts_for(p.GeneratedQuestions)[3:]  # none since the freeze
@@ -108,10 +110,7 @@ def test_a_source_changed_by_one_word_is_stale_and_regenerated(tmp_path: Path) -
     with stub_server() as url:
         assert run_cli("questions", EXAMPLES, "-o", frozen, *judge_args(url, None))[0] == 0
         frozen_bytes = frozen.read_bytes()
-        code, text = run_cli(
-            "score", changed, "--questions", frozen, "-o", out, "--no-report",
-            "--dimensions", "", *judge_args(url, None),
-        )  # fmt: skip
+        code, text = _score(url, None, changed, "--questions", frozen, "-o", out)
         assert code == 0, text
         assert "2 of 3 sources use the frozen questions" in text
         assert "1 stale, changed since frozen: harwick-good" in text
@@ -139,17 +138,10 @@ def test_sources_missing_from_the_file_are_generated_and_counted(tmp_path: Path)
         assert run_cli("questions", EXAMPLES, "-o", frozen, *judge_args(url, None))[0] == 0
         only_almendra = [line for line in _lines(frozen) if line["source_id"] == "almendra-good"]
         write_jsonl(frozen, only_almendra)
-        code, text = run_cli(
-            "score", EXAMPLES, "--questions", frozen, "-o", out, "--no-report",
-            "--dimensions", "", *judge_args(url, None),
-        )  # fmt: skip
+        code, text = _score(url, None, EXAMPLES, "--questions", frozen, "-o", out)
         assert code == 0, text
         assert "1 of 3 sources use the frozen questions" in text and "2 generated" in text
-        code, _ = run_cli(
-            "score", EXAMPLES, "-o", plain, "--no-report", "--dimensions", "",
-            *judge_args(url, None),
-        )  # fmt: skip
-        assert code == 0
+        assert _score(url, None, EXAMPLES, "-o", plain)[0] == 0
     rows = {row["id"]: row for row in read_results(out)}
     plain_rows = {row["id"]: row for row in read_results(plain)}
     assert rows["almendra-good"]["evidence"]["run"]["questions"]["generated"] == 2
@@ -283,8 +275,10 @@ def test_freeze_questions_in_python_and_the_signature_tells_them_apart(tmp_path:
     assert used.signature != generated.signature and "|n:frozen4:" in used.signature
     assert judge.calls["GeneratedQuestions"] == 1  # the frozen run asked for none
     edited = FrozenQuestions(
-        (FrozenQuestion(**{**vars(frozen.items[0]), "question": EDITED, "edited": True}),)
-        + frozen.items[1:]
+        (
+            FrozenQuestion(**{**vars(frozen.items[0]), "question": EDITED, "edited": True}),
+            *frozen.items[1:],
+        )
     )
     again = score_summary(source, summary, judge=judge, questions_file=edited, dimensions=[])
     assert again.signature != used.signature  # other questions, another signature

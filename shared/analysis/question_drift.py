@@ -104,7 +104,11 @@ def source_drift(
             new.remove(q)
             pairs.append((same, q))
     scored = sorted(
-        ((similarity(o.question, q.question), i, j) for i, o in enumerate(old) for j, q in enumerate(new)),
+        (
+            (similarity(o.question, q.question), i, j)
+            for i, o in enumerate(old)
+            for j, q in enumerate(new)
+        ),
         key=lambda t: (-t[0], t[1], t[2]),
     )
     used_old: set[int] = set()

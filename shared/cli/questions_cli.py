@@ -213,7 +213,9 @@ def _read_sources(
 ) -> dict[str, tuple[str, str]]:
     """The distinct sources of SOURCES by hash: (the first id, the normalised text)."""
     try:
-        rows = read_rows(path, Columns(source=source_column, id=id_column), detect_format(path, fmt))
+        rows = read_rows(
+            path, Columns(source=source_column, id=id_column), detect_format(path, fmt)
+        )
     except InputError as exc:
         raise _usage_error(str(exc)) from None
     found = row_sources(rows)
@@ -296,7 +298,9 @@ def _drop(target: Path, source_ids: set[str]) -> None:
     """Rewrite ``target`` without the lines of ``source_ids`` (every other line byte for byte)."""
     lines = target.read_text(encoding="utf-8").splitlines(keepends=True)
     keep = [
-        line for line in lines if not line.strip() or json.loads(line)["source_id"] not in source_ids
+        line
+        for line in lines
+        if not line.strip() or json.loads(line)["source_id"] not in source_ids
     ]
     handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     with os.fdopen(handle, "w", encoding="utf-8") as file:

@@ -50,12 +50,12 @@ from ..dimensions import (
 )
 from ..dimensions.coherence import FORMULAS
 from ..dimensions.pipelines import check_spacy_model
-from .frozen import FrozenQuestions, check_questions_file
 from ..judge.server import (  # the judge owns its defaults; re-exported
     DEFAULT_CONTEXT_BUDGET,
     DEFAULT_TIMEOUT,
     MIN_CONTEXT_BUDGET,
 )
+from .frozen import FrozenQuestions, check_questions_file
 
 DEFAULT_N = 10
 """Ten questions: enough that one missed minor point moves coverage by a few points rather than
