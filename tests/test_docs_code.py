@@ -41,6 +41,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -445,7 +446,39 @@ def check_language_detectors(f: Fence) -> None:
     )
 
 
+STUB_URL = "http://127.0.0.1:8765/v1"
+"""The stub judge's address in docs/QUESTIONS.md (``summary-eval stub-judge --port 8765``)."""
+DATE = re.compile(r'"date": "\d{4}-\d\d-\d\d"')
+
+
+def check_questions_stub(f: Fence) -> None:
+    """docs/QUESTIONS.md's outputs, recorded against the stub judge: the bash block above run
+    again against a stub server (its address, and the date the questions file records, are all
+    that may differ) prints them."""
+    setup, command = last_command_split(above(f, "bash").body)
+    with tempfile.TemporaryDirectory() as folder, stub_server() as url:
+        here = workdir(Path(folder))
+        env = child_env(COLUMNS="200", NO_COLOR="1", TERM="dumb")
+        for script in (setup, command):
+            done = subprocess.run(
+                ["bash", "-c", script.replace(STUB_URL, url)],
+                cwd=here,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=900,
+            )
+            assert done.returncode == 0, f"{f.where}: exit {done.returncode}\n{done.stdout}"
+    shown = DATE.findall(f.body)
+    printed = done.stdout.replace(url, STUB_URL)
+    if shown:  # the day the questions were frozen: the day the doc was recorded
+        printed = DATE.sub(shown[0].replace("\\", "\\\\"), printed)
+    compare_or_write(f, printed)
+
+
 RECORDED_CHECKS: dict[str, Callable[[Fence], None]] = {
+    "questions-stub": check_questions_stub,
     "validity": check_validity,
     "validity-exploration": check_validity_exploration,
     "agree-summeval": check_agree,

@@ -325,15 +325,22 @@ async def _generate(
             with target.open("a", encoding="utf-8") as file:
                 file.write("\n")  # a hand-edited last line without its newline
 
+    order = list(todo)
+    written = 0  # the sources before this one in ``order`` are settled and written
+
     async def one(key: str, source_id: str, text: str) -> None:
+        nonlocal written
         try:
             made[key] = await afreeze_source(source_id, text, stack, options, date=date)
         except Exception as exc:  # one source's failure never sinks the others
             failed[source_id] = failure_text(exc)
-            return
-        if target is not None:
-            with target.open("a", encoding="utf-8") as file:
-                file.writelines(q.as_json() + "\n" for q in made[key])
+        while written < len(order) and (
+            order[written] in made or todo[order[written]][0] in failed
+        ):  # in input order, as soon as every source before it is settled
+            if target is not None and order[written] in made:
+                with target.open("a", encoding="utf-8") as file:
+                    file.writelines(q.as_json() + "\n" for q in made[order[written]])
+            written += 1
 
     await asyncio.gather(*(one(key, i, text) for key, (i, text) in todo.items()))
     return made, failed

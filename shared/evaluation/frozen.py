@@ -104,8 +104,8 @@ class FrozenQuestions:
         return hash(self.digest)
 
     def __str__(self) -> str:
-        where = self.path or "questions"
-        return f"{where} ({len(self._by_hash)} sources, {len(self.items)} questions)"
+        counts = f"{len(self._by_hash)} sources, {len(self.items)} questions"
+        return f"{self.path} ({counts})" if self.path else f"frozen questions: {counts}"
 
     @property
     def hashes(self) -> tuple[str, ...]:
