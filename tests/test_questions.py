@@ -86,6 +86,10 @@ def test_round_trip_an_edited_question_is_used_and_its_flag_reaches_the_results(
         assert "3 of 3 sources use the frozen questions" in text and "0 generated" in text
         assert not url.judge.prompts_for(p.GeneratedQuestions)[3:]  # none since the freeze
         assert any(EDITED in prompt for _, prompt in url.judge.prompts)  # graded against it
+        # the same command again resumes every row: the frozen signatures match
+        before = url.count
+        code, text = _score(url, cache, EXAMPLES, "--questions", frozen, "-o", out)
+        assert code == 0 and "Resuming: 8 of 8 rows" in text and url.count == before, text
     rows = {row["id"]: row for row in read_results(out)}
     harwick = _questions_of(rows[HARWICK])
     assert harwick[1]["question"] == EDITED and harwick[1]["edited"] is True
