@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "DIMENSION_NAMES": "shared.core.subscores",
     "DimensionEvidence": "shared.dimensions",
     "Embedder": "shared.dimensions",
+    "FactDiff": "shared.analysis.factdiff",
     "FlipRate": "shared.analysis.stability",
     "FrozenQuestion": "shared.evaluation.frozen",
     "FrozenQuestions": "shared.evaluation.frozen",
@@ -105,6 +106,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .analysis.agreement import Agreement, agreement
     from .analysis.bench import BenchResult, bench
     from .analysis.comparison import Comparison, SubScoreComparison, UnpairedError, compare
+    from .analysis.factdiff import FactDiff
     from .analysis.question_drift import question_drift
     from .analysis.stability import FlipRate, SubScoreStability, flip_rate, stability
     from .core.language import LanguageEvidence, detect_language, language_name
@@ -175,6 +177,7 @@ __all__ = [
     "Comparison",
     "DimensionEvidence",
     "Embedder",
+    "FactDiff",
     "FlipRate",
     "FrozenQuestion",
     "FrozenQuestions",
