@@ -139,7 +139,8 @@ def run_score(
             path,
             "-o",
             out,
-            "--no-report",
+            "--report",
+            tmp_path / "report.html",
             "--no-cache",
             "--base-url",
             url,
@@ -191,6 +192,8 @@ def test_the_table_shows_inconclusive_with_threshold_alone_and_exits_0(
     assert status == 0, text  # --threshold marks rows; only --fail-under sets the status
     assert "inconclusive" in text and "--fail-under" not in text
     assert read_results(out)[0]["evidence"]["verdict"]["verdict"] == "inconclusive"
+    html = " ".join((out.parent / "report.html").read_text().split())
+    assert "0.5: 0 pass, 0 FAIL, 1 inconclusive (scored rows" in html
 
 
 def test_fail_under_with_one_sample_passes_or_fails_on_the_score(
