@@ -43,6 +43,7 @@ from .common import (
     out,
     run_report_info,
 )
+from .coverage_map import sources_of
 from .engines import Engine, Job, LocalEngine
 from .flags import options_from_flags, with_flag_groups, with_option_flags
 from .paths import PathProblem, check_run_paths
@@ -281,7 +282,8 @@ def score(
     if report_path is not None:
         info = run_report_info(input_path, output, judge_text, skipped, args.threshold, flips)
         info.bill = bill
-        write_report(report_path, all_rows, keys, info, worst=args.worst)
+        sources = sources_of(plan.rows, all_rows)  # the results file holds no source
+        write_report(report_path, all_rows, keys, info, worst=args.worst, sources=sources)
     _print_table(all_rows, keys, args.threshold)
     if flips is not None:
         _print_stability(all_rows, keys, flips)
