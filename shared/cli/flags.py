@@ -132,6 +132,11 @@ class FlagForm:
 
 FLAG_FORM: dict[str, FlagForm] = {
     "n": FlagForm(aliases=("--n",), range={"min": 1, "max": MAX_N}),
+    "questions_file": FlagForm(
+        aliases=("--questions", "--questions-file"),
+        help="Frozen questions (a file of `summary-eval questions`): used for every source "
+        "whose text they were frozen for; the other sources' questions are generated.",
+    ),
     "retries": FlagForm(range={"min": 0}),
     "samples": FlagForm(range={"min": 1}),
     "concurrency": FlagForm(
@@ -175,13 +180,22 @@ def _flag_parameter(name: str) -> inspect.Parameter:
     )
 
 
-def with_option_flags(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``command`` with a flag for every scoring option in its signature, where its ``**kwargs``
-    stood; typer passes them to it by name. A parameter the command declares itself wins."""
+def with_option_flags(
+    command: Callable[..., Any] | None = None, *, only: tuple[str, ...] | None = None
+) -> Any:
+    """``command`` with a flag for every scoring option (or those named in ``only``) in its
+    signature, where its ``**kwargs`` stood; typer passes them to it by name. A parameter the
+    command declares itself wins. ``with_option_flags(only=...)`` is the decorator."""
+    if command is None:
+        return functools.partial(with_option_flags, only=only)
     signature = inspect.signature(command, eval_str=True)
     own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
     names = {p.name for p in own}
-    added = [_flag_parameter(name) for name in option_flag_names() if name not in names]
+    added = [
+        _flag_parameter(name)
+        for name in option_flag_names()
+        if name not in names and (only is None or name in only)
+    ]
     command.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=[*own, *added]
     )
