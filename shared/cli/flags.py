@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..evaluation.options import DEFAULTS, MAX_N, OptionFields
+from ..evaluation.options import DEFAULTS, MAX_N, option_fields
 
 PANEL_OPTIONS = "Scoring options"
 PANEL_JUDGE = "Judge"
@@ -143,11 +143,11 @@ FLAG_FORM: dict[str, FlagForm] = {
 
 def option_flag_names() -> tuple[str, ...]:
     """The options that are flags, in declaration order."""
-    return tuple(f.name for f in dataclasses.fields(OptionFields) if f.name not in NOT_FLAGS)
+    return tuple(f.name for f in option_fields() if f.name not in NOT_FLAGS)
 
 
 def _flag_parameter(name: str) -> inspect.Parameter:
-    field = next(f for f in dataclasses.fields(OptionFields) if f.name == name)
+    field = next(f for f in option_fields() if f.name == name)
     form = FLAG_FORM.get(name, FlagForm())
     default = getattr(DEFAULTS, name)
     if form.text or default is None:

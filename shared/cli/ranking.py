@@ -13,7 +13,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.subscores import HEADLINE, QUALITY_DIMENSIONS
+from ..core.subscores import HEADLINE
+from ..dimensions import QUALITY_DIMENSIONS
 
 __all__ = ["QUALITY_DIMENSIONS", "rank_basis", "rank_value"]
 # QUALITY_DIMENSIONS: the sub-scores with a validity_rho in shared/core/subscores.py
