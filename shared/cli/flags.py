@@ -25,6 +25,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..core.subscores import on_change
 from ..evaluation.options import DEFAULTS, MAX_N, option_fields
 
 PANEL_OPTIONS = "Scoring options"
@@ -171,15 +172,32 @@ def _flag_parameter(name: str) -> inspect.Parameter:
 
 def with_option_flags(command: Callable[..., Any]) -> Callable[..., Any]:
     """``command`` with a flag for every scoring option in its signature, where its ``**kwargs``
-    stood; typer passes them to it by name. A parameter the command declares itself wins."""
+    stood; typer passes them to it by name. A parameter the command declares itself wins. A
+    dimension registered later adds its options' flags (typer reads the signature at each run)."""
     signature = inspect.signature(command, eval_str=True)
+    _FLAGGED.append((command, signature))
+    _put_flags(command, signature)
+    return command
+
+
+_FLAGGED: list[tuple[Callable[..., Any], inspect.Signature]] = []
+
+
+def _put_flags(command: Callable[..., Any], signature: inspect.Signature) -> None:
     own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
     names = {p.name for p in own}
     added = [_flag_parameter(name) for name in option_flag_names() if name not in names]
     command.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=[*own, *added]
     )
-    return command
+
+
+def _refresh_flags() -> None:
+    for command, signature in _FLAGGED:
+        _put_flags(command, signature)
+
+
+on_change(_refresh_flags)
 
 
 def options_from_flags(values: dict[str, Any], given: frozenset[str]) -> dict[str, Any]:
