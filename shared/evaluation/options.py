@@ -17,9 +17,11 @@ How to add an option ``foo``:
    (write ``_check_foo(name, value) -> value`` here if no existing check fits) and
    ``foo: T`` to :class:`ScoreOptionsKwargs`. A test fails if the two disagree.
 2. Read ``options.foo`` where it acts (``shared/pipeline/run.py``, or the judge steps in
-   ``shared/pipeline/``; a dimension setting goes through
-   :class:`~shared.dimensions.DimensionSettings`). If it changes the result, add it to
-   :func:`shared.pipeline.compose.signature`.
+   ``shared/pipeline/``). If it changes the result, add it to
+   :func:`shared.pipeline.compose.signature`. An option of one text-quality dimension is
+   declared in that dimension's spec instead (a ``DimensionOption``; docs/ARCHITECTURE.md, "Add
+   a dimension"): it joins :class:`OptionFields` and :class:`ScoreOptionsKwargs` between
+   ``spacy_model`` and ``context_budget``, and the dimension reads it from its settings.
 3. Surfaces follow from the declaration: Ragas inherits the field (``OptionFields`` is a base
    of its metric dataclass) and the collections metric takes ``**options``; DeepEval's
    constructor lists every option in its signature with the core's default
