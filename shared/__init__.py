@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "DIMENSION_NAMES": "shared.dimensions",
     "DimensionEvidence": "shared.dimensions",
     "Embedder": "shared.dimensions",
+    "FactDiff": "shared.analysis.factdiff",
     "FlipRate": "shared.analysis.stability",
     "Judge": "shared.judge.wrappers",
     "JudgeCheck": "shared.judge.check",
@@ -99,6 +100,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .analysis.agreement import Agreement, agreement
     from .analysis.bench import BenchResult, bench
     from .analysis.comparison import Comparison, SubScoreComparison, UnpairedError, compare
+    from .analysis.factdiff import FactDiff
     from .analysis.stability import FlipRate, SubScoreStability, flip_rate, stability
     from .core.language import LanguageEvidence, detect_language, language_name
     from .core.scoring import alignment_ratio, combine_scores, f_beta, weighted_coverage
@@ -166,6 +168,7 @@ __all__ = [
     "Comparison",
     "DimensionEvidence",
     "Embedder",
+    "FactDiff",
     "FlipRate",
     "Judge",
     "JudgeCheck",

@@ -13,6 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("shared", "ragas_ext", "deepeval_ext")
 MAX_LINES = 600
+MAX_FUNCTION_LINES = 120
 
 
 def _modules() -> dict[str, Path]:
@@ -168,6 +169,53 @@ def test_no_module_in_shared_is_over_600_lines() -> None:
         and (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert long == {}
+
+
+def _long_functions(source: str, limit: int) -> dict[str, int]:
+    """The functions (methods and nested ones too) of ``source`` over ``limit`` lines, counted
+    from the ``def`` line to the last line, decorators aside."""
+    long: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            name = prefix
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = f"{prefix}{child.name}."
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (child.end_lineno or child.lineno) - child.lineno + 1
+                if lines > limit:
+                    long[name[:-1]] = lines
+            visit(child, name)
+
+    visit(ast.parse(source), "")
+    return long
+
+
+def test_no_function_in_shared_is_over_120_lines() -> None:
+    long = {
+        f"{name}:{function}": lines
+        for name, path in MODULES.items()
+        if _in(name, "shared")
+        for function, lines in _long_functions(
+            path.read_text(encoding="utf-8"), MAX_FUNCTION_LINES
+        ).items()
+    }
+    assert long == {}
+
+
+def test_the_function_counter_finds_a_long_method_and_a_long_nested_function() -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(3))
+    source = (
+        "class A:\n    @staticmethod\n    def long(\n        a,\n    ):\n"
+        + body.replace("    ", "        ")
+        + "def outer():\n    async def inner():\n"
+        + body.replace("    ", "        ")
+        + "def short():\n    pass\n"
+    )
+    # A.long: the def line, a parameter, the closing parenthesis and three of body (its
+    # decorator aside): 6
+    assert _long_functions(source, 2) == {"A.long": 6, "outer": 5, "outer.inner": 4}
+    assert _long_functions(source, 5) == {"A.long": 6}
 
 
 ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"

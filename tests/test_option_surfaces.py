@@ -12,7 +12,7 @@ import dataclasses
 import inspect
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 import typer
@@ -224,6 +224,37 @@ def test_cli_flags_reach_the_core(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 # -- Sub-scores ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Group:
+    """A flag group as a command declares one: a field is a flag."""
+
+    first: Annotated[int, typer.Option(min=1, help="The first.")] = 3
+    second_flag: Annotated[str | None, typer.Option("--second", "-s", help="The second.")] = None
+
+
+def test_a_flag_group_gives_each_field_a_flag_and_the_command_the_group() -> None:
+    from shared.cli.flags import with_flag_groups
+
+    seen: list[tuple[str, _Group]] = []
+
+    @with_flag_groups
+    def command(name: Annotated[str, typer.Argument()], group: _Group) -> None:
+        seen.append((name, group))
+
+    app = typer.Typer()
+    app.command()(command)
+    runner = CliRunner()
+    assert runner.invoke(app, ["x", "-s", "two", "--first", "5"]).exit_code == 0
+    assert runner.invoke(app, ["y"]).exit_code == 0
+    assert seen == [("x", _Group(5, "two")), ("y", _Group())]
+    # the field's Annotated option, range included, is the flag
+    refused = runner.invoke(app, ["z", "--first", "0"])
+    assert refused.exit_code == 2 and len(seen) == 2
+    params = {p.name: p for p in typer.main.get_command(app).params}
+    assert params["first"].default == 3 and params["first"].help == "The first."
+    assert params["second_flag"].opts == ["--second", "-s"]
 
 
 def test_every_surface_reports_every_sub_score() -> None:

@@ -3,6 +3,7 @@ a render in a real headless browser (Debian's ``chromium``) after plotly's JavaS
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from shared.cli.app import app
+from shared.cli.coverage_map import sources_of
 from shared.cli.report import (
     ReportInfo,
     evidence_view,
@@ -22,6 +24,7 @@ from shared.cli.report import (
     render_report,
     statistics_table,
 )
+from shared.runs.inputs import Columns, read_rows
 from shared.runs.results import read_results, score_keys
 from shared.testing import stub_server
 
@@ -192,10 +195,38 @@ def _chromium() -> str | None:
     return None
 
 
-@pytest.mark.skipif(
+def _chromium_run(tmp_path: Path, page: Path, *action: str) -> str:
+    """Chromium's stdout for ``page`` after its scripts ran (``--dump-dom``, ``--screenshot``)."""
+    return subprocess.run(
+        [
+            _chromium() or "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=20000",
+            *action,
+            page.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+
+
+needs_chromium = pytest.mark.skipif(
     _chromium() is None,
     reason="no chromium on PATH (Debian: apt-get install chromium; .ci/run installs it)",
 )
+
+
+@needs_chromium
 def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     out, report = tmp_path / "res.jsonl", tmp_path / "report.html"
     with stub_server() as url:
@@ -220,28 +251,7 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     with_values = [k for k in score_keys() if any(r[k] is not None for r in rows)]
     assert {"score", "alignment", "coverage", "conciseness"} <= set(with_values)
 
-    profile = tmp_path / "profile"
-    dom = subprocess.run(
-        [
-            _chromium() or "chromium",
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={profile}",
-            "--virtual-time-budget=20000",
-            "--dump-dom",
-            report.resolve().as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+    dom = _chromium_run(tmp_path, report, "--dump-dom")
     page = _Elements()
     page.feed(dom)
     # plotly ran: one drawn plot per dimension with values, plus the overview box plot
@@ -257,6 +267,10 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert page.count("table", "missed-questions") >= 1
     assert page.count("table", "vague-sentences") >= 1  # "The article discusses…" is flagged
     assert page.count("table", "repeated-points") >= 1  # the repetitive reservoir summary
+    # the examples' three sources are mapped, each worst summary links to its source's map
+    assert page.count("details", "coverage-map") == 3
+    assert page.count("p", "cm-link") == len(rows)
+    assert page.count("span", "cm-m") >= 1  # the vague summary misses most of its source
     stats_rows = re.search(r'<table id="stats-table">(.*?)</table>', dom, re.S)
     assert stats_rows is not None
     assert stats_rows.group(1).count("<tr>") == len(score_keys()) + 1  # header + one per key
@@ -297,3 +311,116 @@ def test_least_supported_sentence_is_highlighted_and_listed() -> None:
     )
     # no version 2 evidence: nothing to name
     assert evidence_view(_grounding_evidence(("3", weakest)))["least_supported"] is None
+
+
+ANIMALS = "otters herons lynxes badgers falcons martens beavers storks voles ibises".split()
+PLACES = "quarry orchard harbour meadow chapel viaduct brewery mill ferry granary".split()
+
+
+def forty_sentences() -> list[str]:
+    """40 sentences that share few words (each names its own animal, place, person and count)."""
+    names = [f"{a}{b}" for a in ("Bram", "Cole", "Dirk", "Egon", "Finn") for b in SUFFIXES]
+    towns = [f"{b.title()}{a}" for b in SUFFIXES for a in ("ford", "ton", "by", "wold", "mere")]
+    return [
+        f"Warden {name} saw {i * 11 + 5} {ANIMALS[i % 10]} near the {PLACES[(i * 3) % 10]} of "
+        f"{town} in {1900 + i * 3}."
+        for i, (name, town) in enumerate(zip(names, towns, strict=True))
+    ]
+
+
+SUFFIXES = ("ley", "wick", "mond", "stad", "holm", "berg", "dorf", "vik")
+
+
+def ledger(words: int = 100_000) -> str:
+    """A chunked long source: ledger lines, a blank line every 20 sentences."""
+    out: list[str] = []
+    i = 0
+    while sum(len(s.split()) for s in out) < words:
+        out.append(
+            f"In year {1900 + i} clerk {i % 97} filed {i * 7 % 991} claims for the river board. "
+            f"The board paid {i % 13 + 2} gulden to {i * 3 % 97} farmers within {i % 9 + 1} days."
+            + ("\n\n" if i % 10 == 9 else " ")
+        )
+        i += 1
+    return "".join(out).strip()
+
+
+def _colour_rows(png: Path, colour: tuple[int, int, int]) -> list[int]:
+    """The pixel rows of the screenshot where ``colour`` fills a run of 8 pixels (a shaded
+    background, not a glyph's edge)."""
+    from PIL import Image  # sentence-transformers' dependency
+
+    image = Image.open(png).convert("RGB")
+    width, height = image.size
+    pixels = image.load()
+    rows = []
+    for y in range(height):
+        run = 0
+        for x in range(width):
+            run = run + 1 if pixels[x, y] == colour else 0
+            if run == 8:
+                rows.append(y)
+                break
+    return rows
+
+
+@needs_chromium
+def test_coverage_map_renders_for_a_short_and_a_chunked_long_source(tmp_path: Path) -> None:
+    sentences = forty_sentences()
+    long_source = ledger()
+    assert len(sentences) == 40 and len(long_source.split()) >= 100_000
+    inputs = tmp_path / "in.jsonl"
+    lines = [
+        {"id": "forty", "source": " ".join(sentences), "summary": f"{sentences[0]} {sentences[2]}"},
+        {"id": "ledger", "source": long_source, "summary": long_source.split(". ")[0] + "."},
+    ]
+    inputs.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out, report = tmp_path / "res.jsonl", tmp_path / "report.html"
+    with stub_server() as url:
+        judge = ["--base-url", url, "--model", "fake-judge", "--no-cache"]
+        result = CliRunner().invoke(
+            app, ["score", str(inputs), "-o", str(out), "--report", str(report), *judge]
+        )
+    assert result.exit_code == 0, result.output
+    rows = {r["id"]: r for r in read_results(out)}
+    assert "|long:" in rows["ledger"]["signature"]  # the long source was chunked
+    assert "|long:" not in rows["forty"]["signature"]
+
+    # size: the same run's report without the maps (what the report was before them)
+    keys = score_keys()
+    info = ReportInfo(judge="fake-judge")
+    sources = sources_of(read_rows(inputs, Columns(), "jsonl"), list(rows.values()))
+    assert set(sources) == {"forty", "ledger"}
+    before = len(render_report(list(rows.values()), keys, info).encode())
+    after = len(render_report(list(rows.values()), keys, info, sources=sources).encode())
+    assert after / before <= 1.5
+    assert after - before < len(long_source) / 20  # the long source is windowed, not copied
+    assert abs(len(report.read_bytes()) - after) < 1_000  # score's report has the maps
+
+    # the map in a browser: rebuilt without the worst summaries (the map nearer the top); the
+    # input the run recorded is read again for the sources
+    small = tmp_path / "map.html"
+    rebuilt = CliRunner().invoke(app, ["report", str(out), "-o", str(small), "--worst", "0"])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    dom = _chromium_run(tmp_path, small, "--dump-dom")
+    page = _Elements()
+    page.feed(dom)
+    assert page.count("details", "coverage-map") == 2
+    forty = dom[dom.index("Source of forty") :].split("</details>")[0]
+    assert "40 sentences, 10 questions (10 placed)" in " ".join(forty[:300].split())
+    # the questions are about the first ten sentences; the summary's two are the covered ones
+    assert re.findall(r'<span class="cm-c" title="sentence (\d+)', forty) == ["1", "3"]
+    # the short summary copies two sentences; the long one, the first of a ledger line
+    assert page.count("span", "cm-c") >= 3
+    assert page.count("span", "cm-m") >= 3
+    assert page.count("span", "cm-gap") >= 2  # the long source is folded around its questions
+    assert page.count("p", "cm-window") == 1  # and says so; the 40 sentences are shown whole
+    png = tmp_path / "map.png"
+    _chromium_run(
+        tmp_path, small, "--hide-scrollbars", "--window-size=1200,5000", f"--screenshot={png}"
+    )
+    covered = _colour_rows(png, (0xBF, 0xE8, 0xBF))
+    missed = _colour_rows(png, (0xFF, 0xB3, 0xB3))
+    # both shades are drawn, below the legend: the maps' sentences, not only the legend's
+    legend = min(covered)
+    assert any(y > legend + 40 for y in covered) and any(y > legend + 40 for y in missed)

@@ -4,6 +4,9 @@
 B, the mean difference (B - A), a 95 % paired bootstrap interval, a paired approximate
 randomization p-value, wins / ties / losses and a one-line verdict. Inputs are results files
 written by ``summary-eval score`` (JSONL or CSV), lists of row dicts, or SummaryEvaluations.
+Beside the statistics, ``Comparison.facts`` holds the fact-level diff
+(:mod:`shared.analysis.factdiff`): per id, the questions B answers worse and the unsupported
+sentences or claims only B has.
 The statistics live in :mod:`shared.analysis.stats`; the conventions are in docs/COMPARE.md.
 """
 
@@ -18,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from ..core.subscores import SUB_SCORE_NAMES
-from ..evaluation.result import SummaryEvaluation
+from ..evaluation.result import NO_JUDGE, SummaryEvaluation
 from . import stats
+from .factdiff import FactDiff, fact_diff
 
 DEFAULT_RESAMPLES = 1_000
 DEFAULT_TRIALS = 10_000
@@ -116,6 +120,9 @@ class Comparison:
     rows: list[RowDelta] = field(default_factory=list)
     signatures_a: list[str] = field(default_factory=list)
     signatures_b: list[str] = field(default_factory=list)
+    facts: FactDiff = field(default_factory=FactDiff)
+    """The fact-level diff (:mod:`shared.analysis.factdiff`): per paired id, the questions B
+    answers worse and the unsupported sentences or claims only B has."""
 
     def get(self, name: str) -> SubScoreComparison:
         for sub in self.sub_scores:
@@ -158,6 +165,7 @@ class Comparison:
             "signatures_a": self.signatures_a,
             "signatures_b": self.signatures_b,
             "sub_scores": [asdict(s) for s in self.sub_scores],
+            "facts": self.facts.to_dict(),
         }
         if rows:
             out["rows"] = [asdict(r) for r in self.rows]
@@ -197,7 +205,17 @@ def load_rows(results: Results) -> list[dict[str, Any]]:
 
 
 def _evaluation_row(row_id: str, ev: SummaryEvaluation) -> dict[str, Any]:
-    return {"id": row_id, **ev.sub_scores(), "signature": ev.signature}
+    """The row of a results file, as far as :func:`compare` reads it: sub-scores, signature,
+    and the evidence the fact-level diff reads (an evaluation made without a judge has none)."""
+    evidence = ev.model_dump(mode="json", include={"questions", "claims"})
+    unscored = ev.error is not None and ev.error != NO_JUDGE
+    return {
+        "id": row_id,
+        **ev.sub_scores(),
+        "signature": ev.signature,
+        "status": "unscored" if unscored else "ok",
+        "evidence": evidence,
+    }
 
 
 def _number(value: Any) -> float | None:
@@ -239,7 +257,9 @@ def compare(
     A row empty (unscored, or not computed) on either side is left out of that sub-score only,
     and counted. Ids present on one side only raise :class:`UnpairedError` unless
     ``allow_unpaired``, which compares the shared ids and lists the others. The same ``seed``
-    gives the same interval and p-value.
+    gives the same interval and p-value. ``facts`` of the result is the fact-level diff of the
+    paired rows (from the evidence results files carry; a row without it is listed as not
+    compared).
     """
     if not (1 <= resamples <= MAX_RESAMPLES and 1 <= trials <= MAX_RESAMPLES):
         raise ValueError(f"resamples and trials must be from 1 to {MAX_RESAMPLES:,}")
@@ -314,6 +334,7 @@ def compare(
         rows=row_deltas,
         signatures_a=_signatures(rows_a),
         signatures_b=_signatures(rows_b),
+        facts=fact_diff(ids, by_a, by_b),
     )
 
 

@@ -7,6 +7,7 @@ summary line says how many), 2 usage error (bad option, unreadable input, judge 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -42,8 +43,9 @@ from .common import (
     out,
     run_report_info,
 )
+from .coverage_map import sources_of
 from .engines import Engine, Job, LocalEngine
-from .flags import options_from_flags, with_option_flags
+from .flags import options_from_flags, with_flag_groups, with_option_flags
 from .paths import PathProblem, check_run_paths
 from .report import (
     write_report,
@@ -100,13 +102,12 @@ def main(
     """Score LLM-written summaries against their sources; write results and an HTML report."""
 
 
-@app.command()
-@with_option_flags
-def score(
-    ctx: typer.Context,
-    input_path: Annotated[
-        Path, typer.Argument(metavar="INPUT", help="JSONL or CSV with source and summary columns.")
-    ],
+@dataclasses.dataclass(frozen=True)
+class ScoreFlags:
+    """The flags of ``score`` that are no scoring option, each declared once (its name, its
+    type and help, its default): where the run reads and writes, the judge, how it runs. A new
+    flag is a new field; ``score`` receives them as one object."""
+
     output: Annotated[
         Path | None,
         typer.Option(
@@ -114,40 +115,40 @@ def score(
             "-o",
             help="Results file, .jsonl or .csv (default: ./<INPUT stem>.results.jsonl).",
         ),
-    ] = None,
+    ] = None
     report: Annotated[
         Path | None,
         typer.Option(help="HTML report (default: beside the results, <stem>.report.html)."),
-    ] = None,
-    no_report: Annotated[bool, typer.Option("--no-report", help="Write no report.")] = False,
+    ] = None
+    no_report: Annotated[bool, typer.Option("--no-report", help="Write no report.")] = False
     input_format: Annotated[
         str | None, typer.Option(help="jsonl or csv (default: from the extension).")
-    ] = None,
-    source_column: Annotated[str, typer.Option(help="Column holding the source.")] = "source",
-    summary_column: Annotated[str, typer.Option(help="Column holding the summary.")] = "summary",
+    ] = None
+    source_column: Annotated[str, typer.Option(help="Column holding the source.")] = "source"
+    summary_column: Annotated[str, typer.Option(help="Column holding the summary.")] = "summary"
     id_column: Annotated[
         str, typer.Option(help="Column holding the row id (a row without one: its row number).")
-    ] = "id",
+    ] = "id"
     questions_column: Annotated[
         str,
         typer.Option(help="Column with the row's own questions (JSON list, or one per line)."),
-    ] = "questions",
-    model: flags.Model = None,
-    base_url: flags.BaseUrl = None,
-    api_key: flags.ApiKey = None,
-    timeout: flags.Timeout = RUN_DEFAULTS.timeout,
-    price_in: flags.PriceIn = None,
-    price_cached: flags.PriceCached = None,
-    price_out: flags.PriceOut = None,
+    ] = "questions"
+    model: flags.Model = None
+    base_url: flags.BaseUrl = None
+    api_key: flags.ApiKey = None
+    timeout: flags.Timeout = RUN_DEFAULTS.timeout
+    price_in: flags.PriceIn = None
+    price_cached: flags.PriceCached = None
+    price_out: flags.PriceOut = None
     no_judge: Annotated[
         bool, typer.Option("--no-judge", help="Score only what needs no judge, even if one is set.")
-    ] = False,
+    ] = False
     dry_run: Annotated[
         bool,
         typer.Option(
             "--dry-run", help="Print the estimated judge calls, tokens and cost; call no judge."
         ),
-    ] = False,
+    ] = False
     flip_threshold: Annotated[
         float,
         typer.Option(
@@ -156,17 +157,17 @@ def score(
             callback=flags.finite,
             help="With --samples k > 1: pass mark for the share of rows that flip.",
         ),
-    ] = RUN_DEFAULTS.flip_threshold,
+    ] = RUN_DEFAULTS.flip_threshold
     cache: Annotated[
         Path | None,
         typer.Option(help="SQLite judge cache (default: the user's cache directory)."),
-    ] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Keep no judge cache.")] = False,
+    ] = None
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Keep no judge cache.")] = False
     retry_unscored: Annotated[
         bool,
         typer.Option("--retry-unscored", help="Score again rows an earlier run left unscored."),
-    ] = False,
-    worst: Annotated[int, typer.Option(min=0, help="Worst summaries shown in the report.")] = 10,
+    ] = False
+    worst: Annotated[int, typer.Option(min=0, help="Worst summaries shown in the report.")] = 10
     threshold: Annotated[
         float | None,
         typer.Option(
@@ -176,22 +177,33 @@ def score(
             help="Pass mark: the table and the report mark each row pass or FAIL (on the score; "
             "without a judge, on the mean of the dimensions that track quality).",
         ),
-    ] = None,
+    ] = None
     force: Annotated[
         bool,
         typer.Option(
             "--force", help="Replace finished rows of OUTPUT that were scored with other settings."
         ),
-    ] = False,
+    ] = False
     engine: Annotated[
         str, typer.Option(help="local, or ray (needs the ray extra; Parquet in/out, directories).")
-    ] = "local",
+    ] = "local"
     ray_address: Annotated[
         str | None, typer.Option(help="Ray cluster to join (default: start a local Ray).")
-    ] = None,
-    actors: Annotated[
-        int, typer.Option(min=1, help="Scoring actors (--engine ray).")
-    ] = RUN_DEFAULTS.actors,
+    ] = None
+    actors: Annotated[int, typer.Option(min=1, help="Scoring actors (--engine ray).")] = (
+        RUN_DEFAULTS.actors
+    )
+
+
+@app.command()
+@with_option_flags
+@with_flag_groups
+def score(
+    ctx: typer.Context,
+    input_path: Annotated[
+        Path, typer.Argument(metavar="INPUT", help="JSONL or CSV with source and summary columns.")
+    ],
+    args: ScoreFlags,
     **option_flags: Any,
 ) -> None:
     """Score every summary of INPUT; write the results file and the HTML report.
@@ -200,46 +212,50 @@ def score(
     for come from the cache.
     """
     given = frozenset(name for name in ctx.params if _given(ctx, name))
-    engine_ = _engine(engine, ray_address)
-    columns = Columns(source_column, summary_column, id_column, questions_column)
+    engine_ = _engine(args.engine, args.ray_address)
+    columns = Columns(
+        args.source_column, args.summary_column, args.id_column, args.questions_column
+    )
     try:
-        rows = engine_.read(input_path, columns, input_format)
+        rows = engine_.read(input_path, columns, args.input_format)
     except InputError as exc:
         raise _usage_error(str(exc)) from None
-    output = output or default_output(input_path)
+    output = args.output or default_output(input_path)
     try:
         engine_.check_output(output)
     except ValueError as exc:
         raise _usage_error(str(exc)) from None
-    report_path = None if no_report else (report or default_report(output))
+    report_path = None if args.no_report else (args.report or default_report(output))
     core = options_from_flags(option_flags, given)
     # retries and concurrency shape the judge wrapper built below, not the core's options
     retries, concurrency = core.pop("retries"), core.pop("concurrency")
     settings = RunSettings(
-        timeout=timeout,
-        threshold=threshold,
-        flip_threshold=flip_threshold,
-        actors=actors,
+        timeout=args.timeout,
+        threshold=args.threshold,
+        flip_threshold=args.flip_threshold,
+        actors=args.actors,
         concurrency=concurrency,
     )
     options = _checked_options(core, engine_, settings, retries=retries)
-    cache_path = None if no_cache else (cache or default_cache_path())
-    _check_paths(input_path, output, report_path, None if no_judge else cache_path)
+    cache_path = None if args.no_cache else (args.cache or default_cache_path())
+    _check_paths(input_path, output, report_path, None if args.no_judge else cache_path)
     judge, judge_text, recipe = build_judge(
-        model=model,
-        base_url=base_url,
-        no_judge=no_judge,
+        model=args.model,
+        base_url=args.base_url,
+        no_judge=args.no_judge,
         retries=retries,
         concurrency=concurrency,
         cache=engine_.driver_cache(cache_path),
-        timeout=timeout if "timeout" in given else None,
-        api_key=api_key,
-        prices=checked_prices(model, base_url, price_in, price_cached, price_out),
-        check=not dry_run,
+        timeout=args.timeout if "timeout" in given else None,
+        api_key=args.api_key,
+        prices=checked_prices(
+            args.model, args.base_url, args.price_in, args.price_cached, args.price_out
+        ),
+        check=not args.dry_run,
     )
     _announce_judge(judge, judge_text, options, engine_, cache_path, settings)
     keys = score_keys()
-    plan = _plan(engine_, rows, output, judge, options, retry_unscored, force)
+    plan = _plan(engine_, rows, output, judge, options, args.retry_unscored, args.force)
     plan.run = {"input": str(input_path), "command": command_line(sys.argv[1:])}
     job = Job(
         plan=plan,
@@ -253,21 +269,22 @@ def score(
         cache=cache_path,
         given=given,
     )
-    if judge is not None and plan.todo and (engine_.judge_calls_here or dry_run):
+    if judge is not None and plan.todo and (engine_.judge_calls_here or args.dry_run):
         # (on Ray only for --dry-run: the driver makes no call, and loads no model for one)
-        _estimate(job, every_row=dry_run)
-    if dry_run:
+        _estimate(job, every_row=args.dry_run)
+    if args.dry_run:
         err.print("--dry-run: no judge was called.")
         raise typer.Exit(EXIT_OK)
     all_rows = _run(engine_, job, output)
     bill = _print_bill(judge) if engine_.judge_calls_here else ""
     skipped = _skipped(keys) if judge is None else []
-    flips = flip_threshold if options.samples > 1 and judge is not None else None
+    flips = args.flip_threshold if options.samples > 1 and judge is not None else None
     if report_path is not None:
-        info = run_report_info(input_path, output, judge_text, skipped, threshold, flips)
+        info = run_report_info(input_path, output, judge_text, skipped, args.threshold, flips)
         info.bill = bill
-        write_report(report_path, all_rows, keys, info, worst=worst)
-    _print_table(all_rows, keys, threshold)
+        sources = sources_of(plan.rows, all_rows)  # the results file holds no source
+        write_report(report_path, all_rows, keys, info, worst=args.worst, sources=sources)
+    _print_table(all_rows, keys, args.threshold)
     if flips is not None:
         _print_stability(all_rows, keys, flips)
     raise typer.Exit(_finish(all_rows, output, report_path, skipped))

@@ -8,10 +8,11 @@ rerun to resume).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich import box
@@ -46,23 +47,26 @@ def _usage_error(message: str) -> typer.Exit:
     return typer.Exit(EXIT_USAGE)
 
 
-def bench_command(
-    model: flags.Model = None,
-    base_url: flags.BaseUrl = None,
-    api_key: flags.ApiKey = None,
+@dataclasses.dataclass(frozen=True)
+class BenchFlags:
+    """The flags of ``bench``, each declared once (its name, its type and help, its default)."""
+
+    model: flags.Model = None
+    base_url: flags.BaseUrl = None
+    api_key: flags.ApiKey = None
     metrics: Annotated[
         str,
         typer.Option(
             help=f"Comma-separated, from {','.join(METRICS)} (ours: the sentences path, the "
             "default; ours-two-call: the two-call path; both run by default, side by side)."
         ),
-    ] = ",".join(METRICS),
+    ] = ",".join(METRICS)
     articles: Annotated[
         int, typer.Option(min=1, help="SummEval articles drawn (whole: all their summaries).")
-    ] = DEFAULT_ARTICLES,
+    ] = DEFAULT_ARTICLES
     seed: Annotated[int, typer.Option(help="Seed of the article draw and the bootstrap.")] = (
         DEFAULT_SEED
-    ),
+    )
     summaries: Annotated[
         int | None,
         typer.Option(
@@ -70,18 +74,18 @@ def bench_command(
             help="Cap: this many summaries per article (the same systems for every article), "
             "for plumbing runs; the default takes all 16.",
         ),
-    ] = None,
+    ] = None
     summeval: Annotated[
         Path | None,
         typer.Option(help="The SummEval dev JSONL (default: examples/summeval/dev.jsonl)."),
-    ] = None,
+    ] = None
     data: Annotated[
         Path | None,
         typer.Option(help="Your own rows instead of SummEval (JSONL or CSV, as `score` reads)."),
-    ] = None,
+    ] = None
     labels: Annotated[
         Path | None, typer.Option(help="Human labels of --data, JSONL or CSV (as `agree`).")
-    ] = None,
+    ] = None
     mapping: Annotated[
         list[str] | None,
         typer.Option(
@@ -90,83 +94,68 @@ def bench_command(
             help="Label column(s) to correlate with (score=relevance as in `agree`, or just "
             "relevance; repeatable or comma-separated). With --data.",
         ),
-    ] = None,
-    id_column: Annotated[str, typer.Option(help="Id column of --data and --labels.")] = "id",
+    ] = None
+    id_column: Annotated[str, typer.Option(help="Id column of --data and --labels.")] = "id"
     group_column: Annotated[
         str | None,
         typer.Option(help="Labels column naming the source: summary-level correlations."),
-    ] = None,
+    ] = None
     system_column: Annotated[
         str | None, typer.Option(help="Labels column naming the system: system-level too.")
-    ] = None,
-    source_column: Annotated[str, typer.Option(help="Source column of --data.")] = "source",
-    summary_column: Annotated[str, typer.Option(help="Summary column of --data.")] = "summary",
+    ] = None
+    source_column: Annotated[str, typer.Option(help="Source column of --data.")] = "source"
+    summary_column: Annotated[str, typer.Option(help="Summary column of --data.")] = "summary"
     workdir: Annotated[
         Path,
         typer.Option(
             help="Folder of the kept results (per metric and article): rerun the same command "
             "to resume without paying twice."
         ),
-    ] = Path("summary-eval-bench"),
+    ] = Path("summary-eval-bench")
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the full results as JSON.")
-    ] = None,
+    ] = None
     report: Annotated[
         Path | None,
         typer.Option(help="HTML report (default: bench-report.html in --workdir)."),
-    ] = None,
-    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = (
-        DEFAULT_RESAMPLES
-    ),
-    price_in: flags.PriceIn = None,
-    price_cached: flags.PriceCached = None,
-    price_out: flags.PriceOut = None,
-    timeout: flags.Timeout = RUN_DEFAULTS.timeout,
+    ] = None
+    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = DEFAULT_RESAMPLES
+    price_in: flags.PriceIn = None
+    price_cached: flags.PriceCached = None
+    price_out: flags.PriceOut = None
+    timeout: flags.Timeout = RUN_DEFAULTS.timeout
     max_tokens: Annotated[
         int | None,
         typer.Option(
             min=1,
             help="Bound on each peer reply (their schemas have none; ours sets its own).",
         ),
-    ] = None,
-) -> None:
+    ] = None
+
+
+@flags.with_flag_groups
+def bench_command(args: BenchFlags) -> None:
     """Ours against DeepEval's and Ragas' summarization metrics on your judge.
 
     Agreement with human ratings (SummEval by default), calls, tokens, dollars and time, side by
     side; see docs/BENCH.md."""
-    model = model or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL
+    model = args.model or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL
     if not (
-        base_url or os.environ.get("OPENAI_BASE_URL") or api_key or os.environ.get("OPENAI_API_KEY")
+        args.base_url
+        or os.environ.get("OPENAI_BASE_URL")
+        or args.api_key
+        or os.environ.get("OPENAI_API_KEY")
     ):
         raise _usage_error(
             "no judge configured: --base-url URL (a local server needs no key), or an API key "
             "(--api-key or OPENAI_API_KEY)"
         )
-    base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-    chosen = _chosen_metrics(metrics)
-    report_path = report or workdir / "bench-report.html"
-    inputs = [p for p in (data, labels, summeval) if p is not None]
-    _check_bench_paths(inputs, json_path, report_path)
-    items = ratings = data_name = None
-    notes: list[str] = []
-    if data is not None or labels is not None or mapping:
-        if data is None or labels is None or not mapping:
-            raise _usage_error("your own data needs all three: --data FILE --labels FILE --map")
-        try:
-            found = labelled_items(
-                data,
-                labels,
-                mapping,
-                id_column=id_column,
-                group_column=group_column,
-                system_column=system_column,
-                source_column=source_column,
-                summary_column=summary_column,
-            )
-        except (ValueError, FileNotFoundError) as exc:
-            raise _usage_error(str(exc)) from None
-        items, ratings, notes = found.items, found.ratings, found.notes
-        data_name = f"{data} with labels {labels}"
+    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    chosen = _chosen_metrics(args.metrics)
+    report_path = args.report or args.workdir / "bench-report.html"
+    inputs = [p for p in (args.data, args.labels, args.summeval) if p is not None]
+    _check_bench_paths(inputs, args.json_path, report_path)
+    items, ratings, data_name, notes = _own_data(args)
     for note in notes:
         err.print(f"[yellow]note:[/] {note}")
     versions = ", ".join(f"{m} {installed_version(m) or 'not installed'}" for m in chosen)
@@ -175,21 +164,21 @@ def bench_command(
         result = bench(
             model=model,
             base_url=base_url,
-            api_key=api_key,
+            api_key=args.api_key,
             metrics=chosen,
             items=items,
             ratings=ratings,
-            articles=articles,
-            seed=seed,
-            summaries=summaries,
-            summeval=summeval,
-            workdir=workdir,
-            resamples=resamples,
-            price_in=price_in,
-            price_cached=price_cached,
-            price_out=price_out,
-            timeout=timeout,
-            max_tokens=max_tokens,
+            articles=args.articles,
+            seed=args.seed,
+            summaries=args.summaries,
+            summeval=args.summeval,
+            workdir=args.workdir,
+            resamples=args.resamples,
+            price_in=args.price_in,
+            price_cached=args.price_cached,
+            price_out=args.price_out,
+            timeout=args.timeout,
+            max_tokens=args.max_tokens,
             notes=notes,
             data_name=data_name,
             on_metric=lambda name, message: err.print(f"[dim]{name}: {message}[/]"),
@@ -198,14 +187,37 @@ def bench_command(
         raise _usage_error(str(exc)) from None
     except KeyboardInterrupt:
         err.print(
-            f"[yellow]Interrupted.[/] Finished articles are kept in {workdir}; rerun the same "
-            "command to resume without paying for them again."
+            f"[yellow]Interrupted.[/] Finished articles are kept in {args.workdir}; rerun the "
+            "same command to resume without paying for them again."
         )
         raise typer.Exit(EXIT_INTERRUPTED) from None
     print_result(result)
-    _write_outputs(result, report_path, json_path)
+    _write_outputs(result, report_path, args.json_path)
     failed = [m.name for m in result.metrics if m.error is not None or m.scored == 0]
     raise typer.Exit(EXIT_METRIC_FAILED if failed else EXIT_OK)
+
+
+def _own_data(args: BenchFlags) -> tuple[Any, Any, str | None, list[str]]:
+    """The user's own rows and labels (--data, --labels, --map: all three or none), their
+    ratings, their name and the notes on reading them; Nones for SummEval."""
+    if args.data is None and args.labels is None and not args.mapping:
+        return None, None, None, []
+    if args.data is None or args.labels is None or not args.mapping:
+        raise _usage_error("your own data needs all three: --data FILE --labels FILE --map")
+    try:
+        found = labelled_items(
+            args.data,
+            args.labels,
+            args.mapping,
+            id_column=args.id_column,
+            group_column=args.group_column,
+            system_column=args.system_column,
+            source_column=args.source_column,
+            summary_column=args.summary_column,
+        )
+    except (ValueError, FileNotFoundError) as exc:
+        raise _usage_error(str(exc)) from None
+    return found.items, found.ratings, f"{args.data} with labels {args.labels}", found.notes
 
 
 def _chosen_metrics(metrics: str) -> list[str]:

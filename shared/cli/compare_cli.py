@@ -33,6 +33,7 @@ from ..analysis.comparison import (
 )
 from ..core.redact import command_line
 from .common import _usage_error, read_results_file
+from .compare_facts import print_facts, render_facts_html
 from .terminal import literal, plain
 
 EXIT_OK = 0
@@ -101,9 +102,18 @@ def compare_command(
         typer.Option("--allow-unpaired", help="Compare the ids both files hold; list the rest."),
     ] = False,
     worst: Annotated[int, typer.Option(min=0, help="Worst regressions shown in the HTML.")] = 10,
+    facts: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Ids listed in the terminal's fact-level diff, worst first (0: the count only; "
+            "--json and -o have them all).",
+        ),
+    ] = 10,
 ) -> None:
     """Is B better than A? Paired by id: per sub-score, mean A, mean B, delta with a 95 % paired
-    bootstrap interval, an approximate-randomization p-value, wins/ties/losses and a verdict."""
+    bootstrap interval, an approximate-randomization p-value, wins/ties/losses and a verdict;
+    then, per id, the questions B answers worse and the unsupported sentences only B has."""
     _check_outputs(
         {"A": results_a, "B": results_b},
         {"HTML report": output, "JSON file": json_path},
@@ -133,6 +143,7 @@ def compare_command(
         raise _usage_error("the two files share no id: nothing to compare")
 
     _print_comparison(result)
+    print_facts(out, result.facts, facts)
     if result.only_a or result.only_b:
         err.print(
             f"[yellow]Unpaired ids left out:[/] {len(result.only_a)} only in A, "
@@ -277,6 +288,7 @@ def render_compare_report(result: Comparison, info: CompareInfo, *, worst: int =
         plotly_js=jinja2.utils.markupsafe.Markup(plotly.offline.get_plotlyjs()),
         forest=jinja2.utils.markupsafe.Markup(forest),
         worst=worst_rows,
+        facts=jinja2.utils.markupsafe.Markup(render_facts_html(result.facts)),
         names=names,
         has_text=any(r.summary_a or r.summary_b for r in worst_rows),
         rank_by=(
@@ -353,6 +365,8 @@ TEMPLATE = r"""<!DOCTYPE html>
  <td class="num">{{ s.unscored_both }}</td></tr>{% endfor %}
  </tbody>
 </table>
+
+{{ facts }}
 
 <h2>Worst regressions</h2>
 <p class="muted">Rows where B scores lower than A, worst first (at most <code>--worst</code>),

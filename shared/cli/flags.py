@@ -9,17 +9,23 @@
 - The judge's and the prices' flags (``--model``, ``--base-url``, ``--api-key``, ``--timeout``,
   ``--price-*``) are Annotated types that every command taking a judge uses alike
   (``score``, ``bench``, ``check-judge``).
+- A command's other flags are the fields of one frozen dataclass, a flag group (``score``'s
+  ``ScoreFlags``, ``bench``'s ``BenchFlags``): each field declares its flag once, its name, its
+  Annotated type with the help, and its default. A new flag is a new field.
 
 :func:`with_option_flags` puts the option flags into a command's signature, where typer reads
 them; the command receives them as keywords and turns them into options with
-:func:`options_from_flags`.
+:func:`options_from_flags`. :func:`with_flag_groups` puts a flag group's fields into the
+signature where the parameter typed by the group stood; the command receives the group whole.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import math
+import typing
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -217,3 +223,49 @@ def options_from_flags(values: dict[str, Any], given: frozenset[str]) -> dict[st
             continue
         core[name] = value
     return core
+
+
+# ---------------------------------------------------------------------------------------------
+# A command's other flags, declared as the fields of a flag group
+# ---------------------------------------------------------------------------------------------
+
+
+def _group_parameters(group: type) -> list[inspect.Parameter]:
+    """One keyword parameter per field of the dataclass ``group``: its name, its Annotated type
+    (the typer.Option with the help) and its default."""
+    hints = typing.get_type_hints(group, include_extras=True)
+    return [
+        inspect.Parameter(
+            field.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=field.default,
+            annotation=hints[field.name],
+        )
+        for field in dataclasses.fields(group)
+    ]
+
+
+def with_flag_groups(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` with each parameter typed by a dataclass (a flag group) replaced, in its
+    signature, by one flag per field, in the fields' order; typer passes them by name, and the
+    command receives the group built from them."""
+    signature = inspect.signature(command, eval_str=True)
+    groups: dict[str, tuple[type, list[str]]] = {}
+    parameters: list[inspect.Parameter] = []
+    for parameter in signature.parameters.values():
+        group = parameter.annotation
+        if not (isinstance(group, type) and dataclasses.is_dataclass(group)):
+            parameters.append(parameter)
+            continue
+        fields = _group_parameters(group)
+        groups[parameter.name] = (group, [field.name for field in fields])
+        parameters += fields
+
+    @functools.wraps(command)
+    def grouped(*args: Any, **kwargs: Any) -> Any:
+        for name, (group, fields) in groups.items():
+            kwargs[name] = group(**{field: kwargs.pop(field) for field in fields})
+        return command(*args, **kwargs)
+
+    grouped.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    return grouped

@@ -390,11 +390,19 @@ def _worst_entry(row: Row, keys: Sequence[str], threshold: float | None = None) 
 
 
 def render_report(
-    rows: Sequence[Row], keys: Sequence[str], info: ReportInfo, *, worst: int = 10
+    rows: Sequence[Row],
+    keys: Sequence[str],
+    info: ReportInfo,
+    *,
+    worst: int = 10,
+    sources: Mapping[str, str] | None = None,
 ) -> str:
-    """The report as one HTML string."""
+    """The report as one HTML string; ``sources`` (each row id's source text, as
+    :func:`~shared.cli.coverage_map.sources_of` gives it) adds the sources' coverage maps."""
     import jinja2
     import plotly.offline
+
+    from .coverage_map import coverage_maps
 
     ok = [r for r in rows if r.get("status") == STATUS_OK]
     failed = [r for r in rows if r.get("status") != STATUS_OK]
@@ -410,7 +418,11 @@ def render_report(
     ranked = sorted(
         (r for r in ok if rank_value(r, keys) is not None), key=lambda r: rank_value(r, keys)
     )
-    worst_rows = [_worst_entry(r, keys, info.threshold) for r in ranked[:worst]]
+    maps, anchors, unmapped = coverage_maps(ranked, sources or {})
+    worst_rows = [
+        {**_worst_entry(r, keys, info.threshold), "map": anchors.get(str(r.get("id")), "")}
+        for r in ranked[:worst]
+    ]
     verdicts = [_verdict(r, info.threshold) for r in rows]
     counts = {
         "total": len(rows),
@@ -446,6 +458,9 @@ def render_report(
         stability=stability_section(ok, keys, info.flip_threshold),
         rank_basis=rank_basis(any(_is_number(r.get(HEADLINE)) for r in ok)),
         empty_keys=[k for k in keys if k not in present],
+        maps=maps,
+        unmapped=unmapped,
+        sources_known=bool(sources),
     )
 
 
@@ -455,11 +470,17 @@ def report_template() -> str:
 
 
 def write_report(
-    path: Path, rows: Sequence[Row], keys: Sequence[str], info: ReportInfo, *, worst: int = 10
+    path: Path,
+    rows: Sequence[Row],
+    keys: Sequence[str],
+    info: ReportInfo,
+    *,
+    worst: int = 10,
+    sources: Mapping[str, str] | None = None,
 ) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     info = dataclasses.replace(info, command=redact_command(info.command), judge=redact(info.judge))
-    page = render_report([safe_record(r) for r in rows], keys, info, worst=worst)
+    page = render_report([safe_record(r) for r in rows], keys, info, worst=worst, sources=sources)
     with naming(path):
         path.write_text(scrub(page), encoding="utf-8")  # no secret reaches the page
     return path

@@ -9,7 +9,9 @@ from typing import Annotated
 
 import typer
 
+from ..runs.inputs import Columns, InputError
 from ..runs.results import (
+    STATUS_OK,
     Row,
     score_keys,
     spread_keys,
@@ -68,6 +70,17 @@ def report_command(
         Path | None, typer.Option("--output", "-o", help="HTML file (default: beside RESULTS).")
     ] = None,
     worst: Annotated[int, typer.Option(min=0, help="Worst summaries shown.")] = 10,
+    input_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--input",
+            help="The scored input, for the sources' coverage maps (default: the input the run "
+            "recorded, when that file is there). Only rows whose texts it reproduces are mapped.",
+        ),
+    ] = None,
+    source_column: Annotated[str, typer.Option(help="Column holding the source.")] = "source",
+    summary_column: Annotated[str, typer.Option(help="Column holding the summary.")] = "summary",
+    id_column: Annotated[str, typer.Option(help="Column holding the row id.")] = "id",
 ) -> None:
     """Rebuild the HTML report from a results file (no scoring, no judge)."""
     rows = read_results_file(results)
@@ -91,8 +104,34 @@ def report_command(
         command=str(run.get("command") or ""),
         bill=bill_from_rows(rows),
     )
-    write_report(path, rows, keys, info, worst=worst)
+    columns = Columns(source=source_column, summary=summary_column, id=id_column)
+    sources = _sources(input_path or Path(info.input_path), input_path is not None, columns, rows)
+    write_report(path, rows, keys, info, worst=worst, sources=sources)
     err.print(f"Report: {literal(path)}")
+
+
+def _sources(path: Path, given: bool, columns: Columns, rows: list[Row]) -> dict[str, str]:
+    """Each row's source from the input file (none when the recorded input is gone; a given
+    ``--input`` that cannot be read is a usage error), with a note when some rows are unmapped."""
+    from .coverage_map import sources_of
+    from .ray_engine import read_any  # directories and Parquet too; imports no Ray
+
+    if not given and (not str(path) or str(path) == "." or not path.exists()):
+        return {}
+    try:
+        inputs = read_any(path, columns, None)
+    except InputError as exc:
+        if given:
+            raise _usage_error(f"--input: {exc}") from None
+        return {}
+    sources = sources_of(inputs, rows)
+    unmapped = sum(str(r.get("id")) not in sources for r in rows if r.get("status") == STATUS_OK)
+    if unmapped:
+        err.print(
+            f"Coverage maps: {unmapped} scored rows have no source in {literal(path)} (missing, "
+            "or their texts differ from the scored ones)."
+        )
+    return sources
 
 
 def plan_signature_of(previous: list[Row], row_id: str) -> str:

@@ -89,74 +89,86 @@ async def _retrieved_groups(
     return await asyncio.to_thread(build)
 
 
+@dataclass(frozen=True)
+class SourceAsk:
+    """One question put to the source item by item: its prompts (the whole source, or
+    passages), its reply schema for a number of items, the reply's field holding the entries,
+    and what one entry is called in a shape error."""
+
+    full: Callable[..., str]
+    """``full(source, items, language=..., source_language=...)``: the whole-source prompt."""
+    excerpts: Callable[..., str]
+    """``excerpts(passages, items, last, language=..., source_language=...)``."""
+    schema: Callable[[int], type[Any]]
+    field: str
+    what: str
+
+    async def entries(
+        self, judge: CachedJudge, prompt: str, count: int, langs: dict[str, str | None]
+    ) -> list[Any]:
+        """The reply's ``count`` entries to ``prompt``, in item order."""
+        reply = await judge.generate(
+            prompt,
+            sized(self.schema(count), langs),
+            check=lambda r: indexed(getattr(r, self.field), count, self.what),
+        )
+        return by_index(getattr(reply, self.field))
+
+
+VERIFY_CLAIMS = SourceAsk(
+    p.verify_claims_prompt,
+    p.verify_claims_excerpts_prompt,
+    schemas.verdicts_schema,
+    "verdicts",
+    "verdict",
+)
+"""Each claim's verdict against the whole source, or against the passages retrieved for it past
+the context budget: the step path's verification, which the sentences path uses for a long
+source."""
+
+ANSWER_USER_QUESTIONS = SourceAsk(
+    p.answer_user_questions_prompt,
+    p.answer_user_questions_excerpts_prompt,
+    schemas.reference_answers_schema,
+    "answers",
+    "reference answer",
+)
+"""The source's answer to each of the user's own questions."""
+
+
 async def ask_about_source(
+    ask: SourceAsk,
     source: str,
-    items: list[str],
+    items: Sequence[str],
     options: ScoreOptions,
     judge: CachedJudge,
     route: Route,
-    full: Callable[[str, list[str]], str],
-    build: Callable[[list[tuple[int, str]], list[str], int | None], str],
-    schema: Callable[[int], type[Any]],
-    field: str,
-    what: str,
+    langs: dict[str, str | None],
 ) -> list[Any]:
     """One reply entry per item (claim or question), in item order.
 
     When the full-source prompt fits the budget, one call sees the whole source. Otherwise each
     item is asked against the passages most relevant to it; items sharing passages share a call;
     all calls in parallel (the same round as a full-source call)."""
-    prompt = full(source, items)
+    items = list(items)
+    build = functools.partial(ask.excerpts, **langs)
+    prompt = ask.full(source, items, **langs)
     if fits(prompt, options):
-        reply = await judge.generate(
-            prompt,
-            schema(len(items)),
-            check=lambda r: indexed(getattr(r, field), len(items), what),
-        )
-        return by_index(getattr(reply, field))
+        return await ask.entries(judge, prompt, len(items), langs)
     route.long = True
     passages, groups = await _retrieved_groups(source, items, options, build([], [], None))
     last = len(passages) - 1
 
     async def one(group: Any) -> list[Any]:
-        asked = [items[i] for i in group.items]
-        reply = await judge.generate(
-            build([(j, passages[j].text) for j in group.passages], asked, last),
-            schema(len(asked)),
-            check=lambda r: indexed(getattr(r, field), len(asked), what),
-        )
-        return by_index(getattr(reply, field))
+        shown = [(j, passages[j].text) for j in group.passages]
+        prompt = build(shown, [items[i] for i in group.items], last)
+        return await ask.entries(judge, prompt, len(group.items), langs)
 
     entries: list[Any] = [None] * len(items)
     for group, reply in zip(groups, await asyncio.gather(*(one(g) for g in groups)), strict=True):
         for i, entry in zip(group.items, reply, strict=True):
             entries[i] = entry
     return entries
-
-
-async def verify_against_source(
-    source: str,
-    claims: Sequence[str],
-    options: ScoreOptions,
-    judge: CachedJudge,
-    route: Route,
-    langs: dict[str, str | None],
-) -> list[Any]:
-    """Each claim's verdict against the whole source, or against the passages retrieved for it
-    past the context budget: the step path's verification, which the sentences path uses for
-    a long source."""
-    return await ask_about_source(
-        source,
-        list(claims),
-        options,
-        judge,
-        route,
-        functools.partial(p.verify_claims_prompt, **langs),
-        functools.partial(p.verify_claims_excerpts_prompt, **langs),
-        lambda count: sized(schemas.verdicts_schema(count), langs),
-        "verdicts",
-        "verdict",
-    )
 
 
 async def review_and_check(

@@ -23,12 +23,11 @@ from ..evaluation.result import QuestionEvidence
 from ..judge.wrappers import CachedJudge
 from ..prompts import schemas
 from .calls import (
+    ANSWER_USER_QUESTIONS,
     NOT_IN_SOURCE,
     Route,
     ask_about_source,
-    by_index,
     fits,
-    indexed,
     normal,
     sized,
     source_hint,
@@ -49,17 +48,11 @@ def _spread(index: int, count: int) -> float:
 
 
 async def chunked_questions(
-    source: str,
-    options: ScoreOptions,
-    judge: CachedJudge,
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
+    source: str, options: ScoreOptions, judge: CachedJudge, langs: dict[str, str | None]
 ) -> list[QuestionEvidence]:
     """Questions from every part of a long source, asked in parallel (one round), merged
     deterministically: by importance, then by rank within the part, ties spread evenly over
     the source; identical questions kept once; the chosen ones listed in source order."""
-    langs = {"language": language, "source_language": source_language}
     overhead = estimate_tokens(p.generate_questions_part_prompt("", 99, 99, options.n, **langs))
     parts = await asyncio.to_thread(_parts, source, options.context_budget - overhead - 16)
     per_part = min(options.n, max(2, math.ceil(2 * options.n / len(parts))))
@@ -135,29 +128,16 @@ async def source_questions(
             prompt = p.source_reference_answers_prompt(source, texts, **langs)
             if fits(prompt, options):
                 with cache_hint(source_hint(source)):
-                    reply = await judge.generate(
-                        prompt,
-                        sized(schemas.reference_answers_schema(len(texts)), langs),
-                        check=lambda r: indexed(r.answers, len(texts), "reference answer"),
-                    )
-                return _user_evidence(user, by_index(reply.answers))
+                    answers = await ANSWER_USER_QUESTIONS.entries(judge, prompt, len(texts), langs)
+                return _user_evidence(user, answers)
     if user is None:
         prompt = p.generate_questions_prompt(source, options.n, **langs)
         if not fits(prompt, options):
             route.long = True
-            return await chunked_questions(source, options, judge, **langs)
+            return await chunked_questions(source, options, judge, langs)
         return await _generated(prompt, options, judge, langs)
     answers = await ask_about_source(
-        source,
-        [q.question for q in user],
-        options,
-        judge,
-        route,
-        functools.partial(p.answer_user_questions_prompt, **langs),
-        functools.partial(p.answer_user_questions_excerpts_prompt, **langs),
-        lambda count: sized(schemas.reference_answers_schema(count), langs),
-        "answers",
-        "reference answer",
+        ANSWER_USER_QUESTIONS, source, [q.question for q in user], options, judge, route, langs
     )
     return _user_evidence(user, answers)
 
@@ -167,20 +147,11 @@ async def reference_questions(
     options: ScoreOptions,
     judge: CachedJudge,
     route: Route | None = None,
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
+    **langs: str | None,
 ) -> list[QuestionEvidence]:
-    """The step-by-step path's questions: :func:`source_questions` without the per-source call."""
-    return await source_questions(
-        source,
-        options,
-        judge,
-        route,
-        one_call=False,
-        language=language,
-        source_language=source_language,
-    )
+    """The step-by-step path's questions: :func:`source_questions` without the per-source call
+    (``language``, ``source_language``: as there)."""
+    return await source_questions(source, options, judge, route, one_call=False, **langs)
 
 
 async def _generated(

@@ -17,11 +17,12 @@ from ..evaluation.result import ClaimEvidence, QuestionEvidence
 from ..judge.wrappers import CachedJudge, base_judge
 from ..prompts.pointing import SENTENCE_STEP, pointed_review_schema, sentence_checks_schema
 from .calls import (
+    VERIFY_CLAIMS,
     SummaryJob,
+    ask_about_source,
     fits,
     review_and_check,
     sized,
-    verify_against_source,
 )
 
 NO_POINTER_REASON = "no summary sentence answers it"
@@ -132,8 +133,8 @@ async def check_sentences(job: SummaryJob, sentences: Sequence[str]) -> list[Cla
 
 async def _check_sentences_long(job: SummaryJob, sentences: Sequence[str]) -> list[ClaimEvidence]:
     langs = job.langs
-    verdicts = await verify_against_source(
-        job.source, sentences, job.options, job.judge, job.route, langs
+    verdicts = await ask_about_source(
+        VERIFY_CLAIMS, job.source, sentences, job.options, job.judge, job.route, langs
     )
     out = []
     for text, v in zip(sentences, verdicts, strict=True):

@@ -33,12 +33,13 @@ from ..judge.wrappers import CachedJudge, Judge, base_judge, robust_judge
 from ..prompts import schemas
 from .calls import (
     IDK_ANSWERS,
+    VERIFY_CLAIMS,
     Route,
+    ask_about_source,
     by_index,
     indexed,
     normal,
     sized,
-    verify_against_source,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -153,7 +154,7 @@ async def check_claims(
     claims = [c.strip() for c in extracted.claims]
     if not claims:
         return []
-    verdicts = await verify_against_source(source, claims, options, judge, route, langs)
+    verdicts = await ask_about_source(VERIFY_CLAIMS, source, claims, options, judge, route, langs)
     return [
         ClaimEvidence(claim=c, verdict=v.verdict, reason=v.reason.strip(), quote=v.quote.strip())
         for c, v in zip(claims, verdicts, strict=True)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, Field, StringConstraints, create_model
 
@@ -256,18 +256,32 @@ class SummaryReview(ReplySchema):
 # ---------------------------------------------------------------------------------------------
 
 
+_Schema = TypeVar("_Schema", bound=ReplySchema)
+
+
+def _narrowed(base: type[_Schema], **fields: Any) -> type[_Schema]:
+    """``base`` with ``fields`` bounded for one call; its name, and so the sent schema's, is
+    ``base``'s."""
+    return create_model(base.__name__, __base__=base, __module__=__name__, **fields)
+
+
 def _positional(item: type[ReplySchema], count: int) -> Any:
     """``count`` entries of ``item``, the i-th with ``index`` fixed to i (``prefixItems``)."""
+    description = item.model_fields["index"].description
     entries = tuple(
-        create_model(
-            item.__name__,
-            __base__=item,
-            __module__=__name__,
-            index=(Literal[i], Field(description=item.model_fields["index"].description)),
-        )
+        _narrowed(item, index=(Literal[i], Field(description=description)))
         for i in range(1, count + 1)
     )
     return tuple[entries]  # type: ignore[valid-type]
+
+
+def _one_per(
+    count: int, what: str, base: type[_Schema], **field: type[ReplySchema]
+) -> type[_Schema]:
+    """``base`` whose one list ``field`` holds exactly ``count`` entries, one per ``what``, the
+    i-th with ``index`` fixed to i."""
+    ((name, item),) = field.items()
+    return _narrowed(base, **{name: (_positional(item, _count(count, what)), ...)})
 
 
 def _count(count: int, what: str) -> int:
@@ -281,10 +295,8 @@ def questions_schema(at_most: int) -> type[GeneratedQuestions]:
     """1 to ``at_most`` questions: the prompt asks for ``at_most`` and allows fewer when the
     source (or part) has fewer distinct points."""
     _count(at_most, "question")
-    return create_model(
-        "GeneratedQuestions",
-        __base__=GeneratedQuestions,
-        __module__=__name__,
+    return _narrowed(
+        GeneratedQuestions,
         questions=(list[GeneratedQuestion], Field(min_length=1, max_length=at_most)),
     )
 
@@ -292,57 +304,34 @@ def questions_schema(at_most: int) -> type[GeneratedQuestions]:
 @functools.lru_cache(maxsize=256)
 def reference_answers_schema(count: int) -> type[ReferenceAnswers]:
     """Exactly one reference answer per user question, indices 1..count in order."""
-    return create_model(
-        "ReferenceAnswers",
-        __base__=ReferenceAnswers,
-        __module__=__name__,
-        answers=(_positional(ReferenceAnswer, _count(count, "question")), ...),
-    )
+    return _one_per(count, "question", ReferenceAnswers, answers=ReferenceAnswer)
 
 
 @functools.lru_cache(maxsize=256)
 def claims_schema(at_most: int) -> type[ExtractedClaims]:
     """0 to ``at_most`` claims (see :func:`max_claims`)."""
     _count(at_most, "claim")
-    return create_model(
-        "ExtractedClaims",
-        __base__=ExtractedClaims,
-        __module__=__name__,
-        claims=(list[_text(CLAIM_CHARS, 1)], Field(max_length=at_most)),
+    return _narrowed(
+        ExtractedClaims, claims=(list[_text(CLAIM_CHARS, 1)], Field(max_length=at_most))
     )
 
 
 @functools.lru_cache(maxsize=256)
 def verdicts_schema(count: int) -> type[ClaimVerdicts]:
     """Exactly one verdict per claim shown, indices 1..count in order."""
-    return create_model(
-        "ClaimVerdicts",
-        __base__=ClaimVerdicts,
-        __module__=__name__,
-        verdicts=(_positional(ClaimVerdict, _count(count, "claim")), ...),
-    )
+    return _one_per(count, "claim", ClaimVerdicts, verdicts=ClaimVerdict)
 
 
 @functools.lru_cache(maxsize=256)
 def summary_answers_schema(count: int) -> type[SummaryAnswers]:
     """Exactly one answer per question, indices 1..count in order."""
-    return create_model(
-        "SummaryAnswers",
-        __base__=SummaryAnswers,
-        __module__=__name__,
-        answers=(_positional(SummaryAnswer, _count(count, "question")), ...),
-    )
+    return _one_per(count, "question", SummaryAnswers, answers=SummaryAnswer)
 
 
 @functools.lru_cache(maxsize=256)
 def grades_schema(count: int) -> type[AnswerGrades]:
     """Exactly one grade per item, indices 1..count in order."""
-    return create_model(
-        "AnswerGrades",
-        __base__=AnswerGrades,
-        __module__=__name__,
-        grades=(_positional(AnswerGrade, _count(count, "item")), ...),
-    )
+    return _one_per(count, "item", AnswerGrades, grades=AnswerGrade)
 
 
 @functools.lru_cache(maxsize=256)
@@ -351,10 +340,8 @@ def style_review_schema(sentence_count: int) -> type[StyleReview]:
     numbers within 1..count, and there are at most count - 1 of them (with one sentence there is
     nothing to repeat; a chain of restatements needs one more sentence than points)."""
     n = _count(sentence_count, "sentence")
-    point = create_model(
-        "RepeatedPoint",
-        __base__=RepeatedPoint,
-        __module__=__name__,
+    point = _narrowed(
+        RepeatedPoint,
         sentences=(
             list[Annotated[int, Field(ge=1, le=n)]],
             Field(
@@ -364,10 +351,8 @@ def style_review_schema(sentence_count: int) -> type[StyleReview]:
             ),
         ),
     )
-    return create_model(
-        "StyleReview",
-        __base__=StyleReview,
-        __module__=__name__,
+    return _narrowed(
+        StyleReview,
         sentences=(_positional(SentenceVerdict, n), ...),
         repeated_points=(list[point], Field(default_factory=list, max_length=n - 1)),
     )
@@ -391,12 +376,7 @@ def checked_claims_schema(at_most: int, step: int = CLAIMS_STEP) -> type[Checked
     if not isinstance(step, int) or isinstance(step, bool) or step < 1:
         raise ValueError(f"step must be a positive int, got {step!r}")
     bound = min(MAX_ITEMS, -(-at_most // step) * step)
-    return create_model(
-        "CheckedClaims",
-        __base__=CheckedClaims,
-        __module__=__name__,
-        claims=(list[CheckedClaim], Field(max_length=bound)),
-    )
+    return _narrowed(CheckedClaims, claims=(list[CheckedClaim], Field(max_length=bound)))
 
 
 @functools.lru_cache(maxsize=256)
