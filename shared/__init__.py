@@ -34,6 +34,8 @@ _EXPORTS: dict[str, str] = {
     "Embedder": "shared.dimensions",
     "FactDiff": "shared.analysis.factdiff",
     "FlipRate": "shared.analysis.stability",
+    "FrozenQuestion": "shared.evaluation.frozen",
+    "FrozenQuestions": "shared.evaluation.frozen",
     "Judge": "shared.judge.wrappers",
     "JudgeCheck": "shared.judge.check",
     "JudgeFailed": "shared.judge.wrappers",
@@ -61,6 +63,7 @@ _EXPORTS: dict[str, str] = {
     "UserQuestion": "shared.evaluation.options",
     "ValidatingJudge": "shared.judge.wrappers",
     "acheck_judge": "shared.judge.check",
+    "afreeze_questions": "shared.pipeline.freeze",
     "agreement": "shared.analysis.agreement",
     "alignment_ratio": "shared.core.scoring",
     "ascore_summaries": "shared.pipeline",
@@ -72,6 +75,9 @@ _EXPORTS: dict[str, str] = {
     "detect_language": "shared.core.language",
     "f_beta": "shared.core.scoring",
     "flip_rate": "shared.analysis.stability",
+    "freeze_questions": "shared.pipeline.freeze",
+    "question_drift": "shared.analysis.question_drift",
+    "read_questions": "shared.evaluation.frozen",
     "language_name": "shared.core.language",
     "robust_judge": "shared.judge.wrappers",
     "score_summaries": "shared.pipeline",
@@ -101,6 +107,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .analysis.bench import BenchResult, bench
     from .analysis.comparison import Comparison, SubScoreComparison, UnpairedError, compare
     from .analysis.factdiff import FactDiff
+    from .analysis.question_drift import question_drift
     from .analysis.stability import FlipRate, SubScoreStability, flip_rate, stability
     from .core.language import LanguageEvidence, detect_language, language_name
     from .core.scoring import alignment_ratio, combine_scores, f_beta, weighted_coverage
@@ -119,6 +126,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         MissingSpacyModelError,
     )
     from .dimensions.pipelines import SPACY_MODELS
+    from .evaluation.frozen import FrozenQuestion, FrozenQuestions, read_questions
     from .evaluation.options import (
         DEFAULT_CONCURRENCY,
         DEFAULT_CONTEXT_BUDGET,
@@ -149,6 +157,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         score_summary,
         signature,
     )
+    from .pipeline.freeze import afreeze_questions, freeze_questions
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -170,6 +179,8 @@ __all__ = [
     "Embedder",
     "FactDiff",
     "FlipRate",
+    "FrozenQuestion",
+    "FrozenQuestions",
     "Judge",
     "JudgeCheck",
     "JudgeFailed",
@@ -193,6 +204,7 @@ __all__ = [
     "ValidatingJudge",
     "__version__",
     "acheck_judge",
+    "afreeze_questions",
     "agreement",
     "alignment_ratio",
     "ascore_summaries",
@@ -204,7 +216,10 @@ __all__ = [
     "detect_language",
     "f_beta",
     "flip_rate",
+    "freeze_questions",
     "language_name",
+    "question_drift",
+    "read_questions",
     "robust_judge",
     "score_summaries",
     "score_summary",

@@ -41,6 +41,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,6 +203,19 @@ def last_command_split(block: str) -> tuple[str, str]:
     return "\n".join(lines[:start]), "\n".join(lines[start:])
 
 
+def run_bash(script: str, here: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``script`` run by bash in ``here``: stdout and stderr together, as a terminal shows them."""
+    return subprocess.run(
+        ["bash", "-c", script],
+        cwd=here,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=900,
+    )
+
+
 COMMAND_OUTPUTS = [f for f in OUTPUTS if f.name == "last-command-above"]
 
 
@@ -214,29 +228,13 @@ def test_shown_command_output_is_what_the_command_prints(shown: Fence, tmp_path:
         ["bash", "-c", setup], cwd=here, env=env, capture_output=True, text=True, timeout=900
     )
     assert prepared.returncode == 0, prepared.stderr[-3000:]
-    done = subprocess.run(
-        ["bash", "-c", command],
-        cwd=here,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=900,
-    )
+    done = run_bash(command, here, env)
     assert done.returncode == 0, f"{shown.where}: exit {done.returncode}\n{done.stdout[-3000:]}"
     compare_or_write(shown, done.stdout)
     text = shown.doc.read_text(encoding="utf-8")
     if "--fail-if-worse" in command:  # the docs quote the gate of the swapped comparison too
         a, b = re.search(r"compare (\S+) (\S+)", command).groups()
-        swapped = subprocess.run(
-            ["bash", "-c", command.replace(f"compare {a} {b}", f"compare {b} {a}")],
-            cwd=here,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=900,
-        )
+        swapped = run_bash(command.replace(f"compare {a} {b}", f"compare {b} {a}"), here, env)
         assert swapped.returncode == 1
         gate = next(line for line in swapped.stdout.splitlines() if line.startswith("gate failed"))
         assert f"`{gate}`" in " ".join(text.split()), (
@@ -445,7 +443,31 @@ def check_language_detectors(f: Fence) -> None:
     )
 
 
+STUB_URL = "http://127.0.0.1:8765/v1"
+"""The stub judge's address in docs/QUESTIONS.md (``summary-eval stub-judge --port 8765``)."""
+DATE = re.compile(r'"date": "\d{4}-\d\d-\d\d"')
+
+
+def check_questions_stub(f: Fence) -> None:
+    """docs/QUESTIONS.md's outputs, recorded against the stub judge: the bash block above run
+    again against a stub server (its address, and the date the questions file records, are all
+    that may differ) prints them."""
+    setup, command = last_command_split(above(f, "bash").body)
+    with tempfile.TemporaryDirectory() as folder, stub_server() as url:
+        here = workdir(Path(folder))
+        env = child_env(COLUMNS="200", NO_COLOR="1", TERM="dumb")
+        for script in (setup, command):
+            done = run_bash(script.replace(STUB_URL, url), here, env)
+            assert done.returncode == 0, f"{f.where}: exit {done.returncode}\n{done.stdout}"
+    shown = DATE.findall(f.body)
+    printed = done.stdout.replace(url, STUB_URL)
+    if shown:  # the day the questions were frozen: the day the doc was recorded
+        printed = DATE.sub(shown[0].replace("\\", "\\\\"), printed)
+    compare_or_write(f, printed)
+
+
 RECORDED_CHECKS: dict[str, Callable[[Fence], None]] = {
+    "questions-stub": check_questions_stub,
     "validity": check_validity,
     "validity-exploration": check_validity_exploration,
     "agree-summeval": check_agree,

@@ -50,6 +50,7 @@ class _Embedder:
 EXAMPLES: dict[str, Any] = {
     "n": 3,
     "questions": ["What happened?"],
+    "questions_file": str(Path(__file__).parent / "data" / "questions.jsonl"),
     "beta": 2.0,
     "combine": "min",
     "retries": 5,

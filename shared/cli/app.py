@@ -47,6 +47,7 @@ from .coverage_map import sources_of
 from .engines import Engine, Job, LocalEngine
 from .flags import options_from_flags, with_flag_groups, with_option_flags
 from .paths import PathProblem, check_run_paths
+from .questions_cli import announce_frozen
 from .report import (
     write_report,
 )
@@ -257,6 +258,7 @@ def score(
     keys = score_keys()
     plan = _plan(engine_, rows, output, judge, options, args.retry_unscored, args.force)
     plan.run = {"input": str(input_path), "command": command_line(sys.argv[1:])}
+    announce_frozen(options, rows, plan.run)  # --questions: frozen, generated and stale sources
     job = Job(
         plan=plan,
         output=output,
@@ -438,6 +440,9 @@ def _register_extra_commands() -> None:
     from .bench_cli import register as register_bench
 
     register_bench(app)
+    from .questions_cli import register as register_questions
+
+    register_questions(app)
 
 
 _register_extra_commands()

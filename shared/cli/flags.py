@@ -133,6 +133,11 @@ class FlagForm:
 
 FLAG_FORM: dict[str, FlagForm] = {
     "n": FlagForm(aliases=("--n",), range={"min": 1, "max": MAX_N}),
+    "questions_file": FlagForm(
+        aliases=("--questions", "--questions-file"),
+        help="Frozen questions (a file of `summary-eval questions`): used for every source "
+        "whose text they were frozen for; the other sources' questions are generated.",
+    ),
     "retries": FlagForm(range={"min": 0}),
     "samples": FlagForm(range={"min": 1}),
     "concurrency": FlagForm(
@@ -176,31 +181,42 @@ def _flag_parameter(name: str) -> inspect.Parameter:
     )
 
 
-def with_option_flags(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``command`` with a flag for every scoring option in its signature, where its ``**kwargs``
-    stood; typer passes them to it by name. A parameter the command declares itself wins. A
-    dimension registered later adds its options' flags (typer reads the signature at each run)."""
+def with_option_flags(
+    command: Callable[..., Any] | None = None, *, only: tuple[str, ...] | None = None
+) -> Any:
+    """``command`` with a flag for every scoring option (or those named in ``only``) in its
+    signature, where its ``**kwargs`` stood; typer passes them to it by name. A parameter the
+    command declares itself wins. ``with_option_flags(only=...)`` is the decorator. A dimension
+    registered later adds its options' flags (typer reads the signature at each run)."""
+    if command is None:
+        return functools.partial(with_option_flags, only=only)
     signature = inspect.signature(command, eval_str=True)
-    _FLAGGED.append((command, signature))
-    _put_flags(command, signature)
+    _FLAGGED.append((command, signature, only))
+    _put_flags(command, signature, only)
     return command
 
 
-_FLAGGED: list[tuple[Callable[..., Any], inspect.Signature]] = []
+_FLAGGED: list[tuple[Callable[..., Any], inspect.Signature, tuple[str, ...] | None]] = []
 
 
-def _put_flags(command: Callable[..., Any], signature: inspect.Signature) -> None:
+def _put_flags(
+    command: Callable[..., Any], signature: inspect.Signature, only: tuple[str, ...] | None
+) -> None:
     own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
     names = {p.name for p in own}
-    added = [_flag_parameter(name) for name in option_flag_names() if name not in names]
+    added = [
+        _flag_parameter(name)
+        for name in option_flag_names()
+        if name not in names and (only is None or name in only)
+    ]
     command.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=[*own, *added]
     )
 
 
 def _refresh_flags() -> None:
-    for command, signature in _FLAGGED:
-        _put_flags(command, signature)
+    for command, signature, only in _FLAGGED:
+        _put_flags(command, signature, only)
 
 
 on_change(_refresh_flags)

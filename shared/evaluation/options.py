@@ -58,6 +58,7 @@ from ..judge.server import (  # the judge owns its defaults; re-exported
     DEFAULT_TIMEOUT,
     MIN_CONTEXT_BUDGET,
 )
+from .frozen import FrozenQuestions, check_questions_file
 
 DEFAULT_N = 10
 """Ten questions: enough that one missed minor point moves coverage by a few points rather than
@@ -246,6 +247,12 @@ class _RunOptionFields:
     questions: tuple[UserQuestion, ...] | None = option(
         None, _check_questions, "Your own questions (strings or {question, importance})."
     )
+    questions_file: FrozenQuestions | None = option(
+        None,
+        check_questions_file,
+        "Frozen questions (a file of `summary-eval questions`, or freeze_questions()): each "
+        "source whose text they were frozen for uses them; the others' are generated.",
+    )
     beta: float = option(1.0, _check_beta, "F-beta weight of coverage over alignment.")
     combine: Literal["fbeta", "min"] = option(
         "fbeta", one_of("fbeta", "min"), "fbeta or min (DeepEval's rule)."
@@ -327,6 +334,7 @@ class OptionFields(_DimensionOptionFields):  # type: ignore[misc,valid-type]
 class _RunKwargs(TypedDict, total=False):
     n: int
     questions: Iterable[str | dict[str, Any] | UserQuestion] | None
+    questions_file: str | Path | FrozenQuestions | None
     beta: float
     combine: Literal["fbeta", "min"]
     retries: int
@@ -396,6 +404,10 @@ class ScoreOptions(OptionFields):
         for f in option_fields():
             value = f.metadata["check"](f.name, getattr(self, f.name))
             object.__setattr__(self, f.name, value)
+        if self.questions is not None and self.questions_file is not None:
+            raise ValueError(
+                "questions and questions_file: give one (your own questions, or frozen ones)"
+            )
         object.__setattr__(
             self,
             "_dimension_settings",
@@ -467,6 +479,17 @@ class ScoreOptions(OptionFields):
         return {name: getattr(self, name) for name in OPTION_NAMES}
 
 
+def for_source(options: ScoreOptions, source: str) -> ScoreOptions:
+    """The options of one row of ``source`` (normalised): ``questions_file`` narrowed to that
+    source's frozen questions, or None when the file has none for its text (its questions are
+    then generated, exactly as without the file)."""
+    frozen = options.questions_file
+    if frozen is None:
+        return options
+    narrowed = frozen.narrowed(source)
+    return options if narrowed is frozen else options.merged(questions_file=narrowed)
+
+
 def check_names(options: Iterable[str]) -> None:
     """TypeError naming any unknown option and listing the known ones."""
     unknown = sorted(set(options) - set(OPTION_NAMES))
@@ -530,6 +553,7 @@ __all__ = [
     "UserQuestion",
     "check_names",
     "check_summary",
+    "for_source",
     "normalise_source",
     "option",
     "option_fields",

@@ -43,10 +43,14 @@ class QuestionEvidence(BaseModel):
     answer (0: none answers it; ``summary_answer`` is then "" and holds that sentence's text
     otherwise). None on the claims paths, where the judge writes the answer out; a None field is
     left out of the serialized form, so those paths' results keep their shape."""
+    edited: bool | None = None
+    """A frozen question (the ``questions_file`` option, docs/QUESTIONS.md): whether a person
+    edited it in the questions file. None for a question generated or given in this run (left
+    out of the serialized form)."""
 
     @model_serializer(mode="wrap")
     def _drop_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_none(handler(self), ("sentence",))
+        return _without_none(handler(self), ("sentence", "edited"))
 
 
 class ClaimEvidence(BaseModel):

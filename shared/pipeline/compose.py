@@ -14,6 +14,7 @@ from .._version import __version__
 from ..core.redact import redact
 from ..dimensions import DimensionEvidence
 from ..dimensions.embedding import signature_field
+from ..evaluation.frozen import signature_n
 from ..evaluation.options import ScoreOptions
 from ..evaluation.reasons import (  # noqa: F401 (REASON_LINE, compose_reasons, sub_score_reason: re-exported)
     REASON_LINE,
@@ -58,7 +59,10 @@ def signature(
     is that path's hash (:func:`shared.prompts.compact_prompts_hash` or
     :func:`shared.prompts.prompts_hash`), so results of the two paths never share a signature.
 
-    With user questions, ``n`` reads ``user<count>:<hash>`` so two question sets never share one.
+    With user questions, ``n`` reads ``user<count>:<hash>`` so two question sets never share one;
+    with frozen questions (``questions_file`` narrowed to the row's source by
+    :func:`~shared.evaluation.options.for_source`) it reads ``frozen<count>:<hash>``
+    (:func:`~shared.evaluation.frozen.signature_n`).
     ``long=True`` (a result whose source was chunked) adds ``|long:<hash>|budget:<tokens>`` after
     the prompts hash: the long-source templates and the budget that shaped the parts. Results on
     sources that fit carry neither, since the budget does not change them. ``samples=k > 1``
@@ -71,7 +75,9 @@ def signature(
     """
     model = "none" if judge is None else getattr(judge, "model_id", type(judge).__name__)
     model = signature_field(str(model))
-    if options.questions is None:
+    if options.questions_file is not None:
+        n = signature_n(options.questions_file)
+    elif options.questions is None:
         n = str(options.n)
     else:
         digest = hashlib.sha256(

@@ -113,9 +113,13 @@ async def source_questions(
     """The source's questions, once per (source, options, summary language): written in
     ``language``, they are shared only among summaries in it (the cached judge de-duplicates
     identical prompts). ``one_call``: try the per-source call first (see the module's text);
-    ``route.long`` records a source read in parts or passages."""
+    ``route.long`` records a source read in parts or passages. Questions frozen for the
+    source's text (``options.questions_file``) are used as they are."""
     route = route if route is not None else Route()
     langs = {"language": language, "source_language": source_language}
+    frozen = options.questions_file.get(source) if options.questions_file is not None else None
+    if frozen:  # the questions frozen for this text: no call
+        return [q.evidence() for q in frozen]
     user = options.questions
     if one_call:
         if user is None:

@@ -70,6 +70,7 @@ from ..evaluation.options import (
     ScoreOptionsKwargs,
     UserQuestion,
     check_summary,
+    for_source,
     normalise_source,
 )
 from ..evaluation.result import (
@@ -155,6 +156,7 @@ async def _evaluate(
     signature). ``language``: the row's languages when the batch already resolved them."""
     if language is None:
         language = resolve_languages(source, summary, options.language)
+    options = for_source(options, source)  # frozen questions: this source's, or none
     with collect_usage() as usage:  # this row's judge requests (cached answers cost none)
         result = await _evaluate_row(source, summary, judge, options, batch, index, language)
     settings = options.dimension_settings

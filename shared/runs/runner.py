@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.signature import Signature
-from ..evaluation.options import ScoreOptions
+from ..evaluation.options import ScoreOptions, for_source, normalise_source
 from ..pipeline import ascore_summary, signature
 from .inputs import InputRow
 from .results import (
@@ -65,7 +65,7 @@ def run_settings(judge: object, options: ScoreOptions) -> dict[str, Any]:
     settings: dict[str, Any] = {
         key: dict(value) if isinstance(value, Mapping) else value
         for key, value in sorted(given.items())
-        if key != "dimensions"
+        if key not in ("dimensions", "questions_file")  # frozen questions: in row signatures
     }
     settings["dimensions"] = sorted(options.dimension_settings.dimensions)
     settings["judge"] = None if judge is None else getattr(judge, "model_id", None)
@@ -114,8 +114,18 @@ def stamp_run(row: Row, plan: Plan) -> Row:
 
 
 def row_options(options: ScoreOptions, row: InputRow) -> ScoreOptions:
-    """The core options for one row: the run's options plus the row's own questions."""
-    return options.merged(questions=row.questions) if row.questions else options
+    """The core options for one row: the run's options plus the row's own questions (which
+    replace frozen ones), or the frozen questions of the row's source (none when the questions
+    file has none for its text)."""
+    if row.questions:
+        drop = {"questions_file": None} if options.questions_file is not None else {}
+        return options.merged(questions=row.questions, **drop)
+    if options.questions_file is not None and row.source is not None:
+        try:
+            return for_source(options, normalise_source(row.source))
+        except (TypeError, ValueError):  # a bad source: the row is refused by the core
+            return options
+    return options
 
 
 def expected_signature(judge: object, options: ScoreOptions) -> str:
@@ -165,7 +175,7 @@ def plan_run(
     run_accepted = accepted_signatures(judge, options)
     for row in rows:
         sig, accepted = run_sig, run_accepted
-        if row.error is None and row.questions:
+        if row.error is None and (row.questions or options.questions_file is not None):
             try:
                 sig = expected_signature(judge, row_options(options, row))
                 accepted = accepted_signatures(judge, row_options(options, row))
