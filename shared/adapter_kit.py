@@ -23,6 +23,7 @@ from .core.subscores import (
     SUB_SCORE_NAMES,
     SUB_SCORES,
     SubScore,
+    on_change,
     sub_score,
 )
 from .evaluation.options import (
@@ -32,6 +33,7 @@ from .evaluation.options import (
     ScoreOptions,
     ScoreOptionsKwargs,
     check_names,
+    option_fields,
     option_help,
 )
 from .evaluation.result import NO_JUDGE
@@ -53,6 +55,8 @@ __all__ = [
     "SubScore",
     "attached",
     "check_names",
+    "on_change",
+    "option_fields",
     "option_help",
     "parse_json_reply",
     "run_sync",
