@@ -6,35 +6,33 @@
 package's fake judge, for offline tests, is in :mod:`deepeval_ext.testing`.
 """
 
+from typing import Any
+
+from . import _metrics
 from ._judge import DeepEvalJudge, normalise_output
 from ._metrics import (
     SUB_SCORE_METRICS,
     SummaryAlignmentMetric,
-    SummaryCoherenceMetric,
-    SummaryConcisenessMetric,
     SummaryCoverageMetric,
-    SummaryDensityMetric,
-    SummaryGroundingMetric,
-    SummaryNonRedundancyMetric,
     SummaryQualityMetric,
     SummaryScoringError,
-    SummarySpecificityMetric,
     SummarySubScoreMetric,
 )
+
+
+def __getattr__(name: str) -> Any:
+    """A dimension's metric (``SummaryDensityMetric``, ...), made from its spec (PEP 562)."""
+    return getattr(_metrics, name)
+
 
 __all__ = [
     "SUB_SCORE_METRICS",
     "DeepEvalJudge",
     "SummaryAlignmentMetric",
-    "SummaryCoherenceMetric",
-    "SummaryConcisenessMetric",
     "SummaryCoverageMetric",
-    "SummaryDensityMetric",
-    "SummaryGroundingMetric",
-    "SummaryNonRedundancyMetric",
     "SummaryQualityMetric",
     "SummaryScoringError",
-    "SummarySpecificityMetric",
     "SummarySubScoreMetric",
     "normalise_output",
+    *(cls.__name__ for cls in SUB_SCORE_METRICS.values() if cls.__name__ not in globals()),
 ]

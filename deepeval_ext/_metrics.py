@@ -9,8 +9,8 @@ in locals of the call, so one instance can score any number of sources (DeepEval
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 from deepeval.metrics import BaseMetric
@@ -29,13 +29,17 @@ from shared import (
 from shared.adapter_kit import (
     DEFAULTS,
     OPTION_NAMES,
+    SUB_SCORE_NAMES,
     SUB_SCORES,
     InconclusiveAs,
-    OptionFields,
+    SubScore,
     Verdict,
     check_inconclusive,
+    on_change,
+    option_fields,
     row_verdict,
     run_sync,
+    sub_score,
 )
 
 from ._cases import checkable_case
@@ -79,11 +83,12 @@ class _SummaryMetricBase(BaseMetric):
         # test case by calling the class again with the attributes that match __init__'s
         # signature. The core's options are in that signature (set below from their one
         # declaration, with the core's defaults); ``dimensions=None`` means "not given".
-        unknown = sorted(set(options) - set(_OPTION_DEFAULTS))
+        defaults = _option_defaults()
+        unknown = sorted(set(options) - set(defaults))
         if unknown:
             raise TypeError(
                 f"{type(self).__name__}() got unexpected keyword argument(s) "
-                f"{', '.join(map(repr, unknown))}; the options are {', '.join(_OPTION_DEFAULTS)}"
+                f"{', '.join(map(repr, unknown))}; the options are {', '.join(defaults)}"
             )
         self.threshold = 1 if strict_mode else threshold
         if model is None and self._score_key in NO_LLM_SUB_SCORES:
@@ -106,7 +111,7 @@ class _SummaryMetricBase(BaseMetric):
         # samples=k > 1: what a case whose samples give no clear verdict counts as
         self.inconclusive = check_inconclusive(inconclusive)
         self.verdict: Verdict | None = None
-        for attr, default in _OPTION_DEFAULTS.items():  # the core's options, as given
+        for attr, default in defaults.items():  # the core's options, as given
             setattr(self, attr, options.get(attr, default))
         questions = self.assessment_questions
         self.assessment_questions = (
@@ -119,7 +124,7 @@ class _SummaryMetricBase(BaseMetric):
     def _score_options(self) -> dict[str, Any]:
         """Every core option, read from the attribute of the same name (or its DeepEval name,
         :data:`OPTION_PARAMETERS`)."""
-        options = {name: getattr(self, attr) for name, attr in OPTION_PARAMETERS.items()}
+        options = {name: getattr(self, attr) for name, attr in _option_parameters().items()}
         if self.dimensions is None:  # not given: the core's default
             del options["dimensions"]
         return options
@@ -445,39 +450,51 @@ class SummarySubScoreMetric(_SummaryMetricBase):
 _CORE_SCORES = frozenset(s.name for s in SUB_SCORES if not s.dimension)
 """The headline score and the sub-scores it is made of (not text-quality dimensions)."""
 
-OPTION_PARAMETERS: dict[str, str] = {
-    name: "assessment_questions" if name == "questions" else name for name in OPTION_NAMES
-}
+
+def _option_parameters() -> dict[str, str]:
+    return {name: "assessment_questions" if name == "questions" else name for name in OPTION_NAMES}
+
+
+def _option_defaults() -> dict[str, Any]:
+    return {
+        attr: None if name in ("dimensions", "questions") else getattr(DEFAULTS, name)
+        for name, attr in _option_parameters().items()
+    }
+
+
+OPTION_PARAMETERS: dict[str, str] = _option_parameters()
 """Each core option and the constructor parameter that takes it (DeepEval's own name for the
 questions, as in its ``SummarizationMetric``)."""
 
-_OPTION_DEFAULTS: dict[str, Any] = {
-    attr: None if name in ("dimensions", "questions") else getattr(DEFAULTS, name)
-    for name, attr in OPTION_PARAMETERS.items()
-}
+_OPTION_DEFAULTS: dict[str, Any] = _option_defaults()
 """Each option parameter's default: the core's, or None for "not given" (the questions, and
 the dimensions: a sub-score metric computes only its own unless they are given)."""
 
 
-def _with_option_parameters(init: Any) -> None:
-    """Put the option parameters into ``init``'s signature where its ``**options`` stands,
-    each keyword-only with its default and the declared type: what ``copy_metrics``,
-    ``help()`` and editors read."""
-    signature = inspect.signature(init)
-    types = {f.name: f.type for f in dataclasses.fields(OptionFields)}
-    own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+_BASE_SIGNATURE = inspect.signature(_SummaryMetricBase.__init__)
+
+
+def _with_option_parameters() -> None:
+    """Put the option parameters into the metrics' ``__init__`` signature where its
+    ``**options`` stands, each keyword-only with its default and the declared type: what
+    ``copy_metrics``, ``help()`` and editors read. Run again when a dimension registers."""
+    types = {f.name: f.type for f in option_fields()}
+    own = [p for p in _BASE_SIGNATURE.parameters.values() if p.kind is not p.VAR_KEYWORD]
     added = [
         inspect.Parameter(
             attr, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=types[name]
         )
         for (name, attr), default in zip(
-            OPTION_PARAMETERS.items(), _OPTION_DEFAULTS.values(), strict=True
+            _option_parameters().items(), _option_defaults().values(), strict=True
         )
     ]
-    init.__signature__ = signature.replace(parameters=[*own, *added])
+    _SummaryMetricBase.__init__.__signature__ = _BASE_SIGNATURE.replace(  # type: ignore[attr-defined]
+        parameters=[*own, *added]
+    )
 
 
-_with_option_parameters(_SummaryMetricBase.__init__)
+_with_option_parameters()
+on_change(_with_option_parameters)
 
 
 class SummaryAlignmentMetric(SummarySubScoreMetric):
@@ -492,54 +509,72 @@ class SummaryCoverageMetric(SummarySubScoreMetric):
     fixed_sub_score = "coverage"
 
 
-class SummaryDensityMetric(SummarySubScoreMetric):
-    """Closeness of the summary's entity density to the Chain-of-Density target."""
-
-    fixed_sub_score = "density"
-
-
-class SummarySpecificityMetric(SummarySubScoreMetric):
-    """1 - share of summary sentences the judge flags as vague."""
-
-    fixed_sub_score = "specificity"
+def metric_class_name(name: str) -> str:
+    """``Summary<Name>Metric``: ``non_redundancy`` -> ``SummaryNonRedundancyMetric``."""
+    return f"Summary{name.replace('_', ' ').title().replace(' ', '')}Metric"
 
 
-class SummaryNonRedundancyMetric(SummarySubScoreMetric):
-    """1 - unnecessary repetition in the summary."""
-
-    fixed_sub_score = "non_redundancy"
+_MADE: dict[str, tuple[SubScore, type[SummarySubScoreMetric]]] = {}
 
 
-class SummaryCoherenceMetric(SummarySubScoreMetric):
-    """Local coherence, LLM-free: entity-grid jumps, repeated bigrams and subjectless fragments
-    from the spaCy parse (docs/DIMENSIONS.md); ``coherence_formula="article"`` gives the
-    article's embedding formula instead."""
-
-    fixed_sub_score = "coherence"
-
-
-class SummaryConcisenessMetric(SummarySubScoreMetric):
-    """Ragas's length penalty, for parity with its summary score."""
-
-    fixed_sub_score = "conciseness"
-
-
-class SummaryGroundingMetric(SummarySubScoreMetric):
-    """Share of the summary's names, numbers and dates that its source states, LLM-free: the
-    summary's spaCy entities and numbers checked against a normalised index of the source
-    (docs/DIMENSIONS.md). Without ``model`` no LLM is built or called:
-    ``SummaryGroundingMetric(0.8).measure(case)`` runs offline."""
-
-    fixed_sub_score = "grounding"
+def _dimension_metric(entry: SubScore) -> type[SummarySubScoreMetric]:
+    """The metric of a dimension, made once from its spec: ``fixed_sub_score`` its name, the
+    docstring its ``metric_doc`` (or description)."""
+    made = _MADE.get(entry.name)
+    if made is None or made[0] is not entry:
+        cls_name = metric_class_name(entry.name)
+        doc = getattr(entry, "metric_doc", "") or entry.description
+        namespace = {
+            "__doc__": doc,
+            "__module__": __name__,
+            "__qualname__": cls_name,
+            "fixed_sub_score": entry.name,
+        }
+        cls = type(cls_name, (SummarySubScoreMetric,), namespace)
+        made = _MADE[entry.name] = (entry, cls)
+    return made[1]
 
 
-SUB_SCORE_METRICS: dict[str, type[SummarySubScoreMetric]] = {
+class SubScoreMetrics(Mapping[str, type[SummarySubScoreMetric]]):
+    """The metric class of every sub-score but the headline, by name, in report order: read
+    from the sub-score list at each use, so a newly registered dimension has its metric."""
+
+    def __getitem__(self, name: str) -> type[SummarySubScoreMetric]:
+        if name in _WRITTEN:
+            return _WRITTEN[name]
+        try:
+            entry = sub_score(name)
+        except KeyError:
+            raise KeyError(name) from None
+        if not entry.dimension:
+            raise KeyError(name)
+        return _dimension_metric(entry)
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name in SUB_SCORE_NAMES if name != "score")
+
+    def __len__(self) -> int:
+        return len(SUB_SCORE_NAMES) - 1
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+_WRITTEN: dict[str, type[SummarySubScoreMetric]] = {
     "alignment": SummaryAlignmentMetric,
     "coverage": SummaryCoverageMetric,
-    "density": SummaryDensityMetric,
-    "specificity": SummarySpecificityMetric,
-    "non_redundancy": SummaryNonRedundancyMetric,
-    "coherence": SummaryCoherenceMetric,
-    "conciseness": SummaryConcisenessMetric,
-    "grounding": SummaryGroundingMetric,
 }
+
+SUB_SCORE_METRICS: Mapping[str, type[SummarySubScoreMetric]] = SubScoreMetrics()
+"""Every sub-score's metric class (``SummaryAlignmentMetric``, ``SummaryDensityMetric``, ...)."""
+
+for _name in SUB_SCORE_METRICS:  # SummaryDensityMetric, ...: module attributes, as written ones
+    globals()[SUB_SCORE_METRICS[_name].__name__] = SUB_SCORE_METRICS[_name]
+
+
+def __getattr__(name: str) -> Any:
+    """``Summary<Name>Metric`` of any registered dimension (PEP 562)."""
+    for sub in SUB_SCORE_NAMES:
+        if sub not in ("score", *_WRITTEN) and metric_class_name(sub) == name:
+            return SUB_SCORE_METRICS[sub]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,6 +13,7 @@ error log (or propagates with ``raise_exceptions=True``).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import typing as t
@@ -45,6 +46,13 @@ SUB_SCORES: tuple[str, ...] = SUB_SCORE_NAMES
 :meth:`shared.SummaryEvaluation.sub_scores` (the core's list, :data:`shared.SUB_SCORES`)."""
 
 DIMENSIONS = DIMENSION_NAMES
+
+
+def option_values(fields: OptionFields) -> dict[str, Any]:
+    """The core options a metric holds, by name: its :class:`OptionFields` fields (a dimension
+    registered after the class was made has no field here; the core uses its default)."""
+    own = {f.name for f in dataclasses.fields(fields)}
+    return {name: getattr(fields, name) for name in OPTION_NAMES if name in own}
 
 
 def embedder_for(embeddings: Any) -> RagasEmbedder:
@@ -88,7 +96,7 @@ class SummarySettings(OptionFields):
 
     def core_kwargs(self) -> dict[str, Any]:
         """Keyword options for :func:`shared.ascore_summary` (every core option)."""
-        kwargs: dict[str, Any] = {name: getattr(self, name) for name in OPTION_NAMES}
+        kwargs: dict[str, Any] = option_values(self)
         if self.dimensions is not None:
             kwargs["dimensions"] = tuple(self.dimensions)
         if self.embeddings is not None:
@@ -192,7 +200,7 @@ class SummaryQuality(MetricWithLLM, SingleTurnMetric, OptionFields):
         self._settings = SummarySettings(
             sub_score=self.sub_score,
             embeddings=self.embeddings,
-            **{name: getattr(self, name) for name in OPTION_NAMES},
+            **option_values(self),
         )
 
     async def _single_turn_ascore(self, sample: SingleTurnSample, callbacks: Callbacks) -> float:

@@ -26,6 +26,7 @@ from .core.subscores import (
     SUB_SCORE_NAMES,
     SUB_SCORES,
     SubScore,
+    on_change,
     sub_score,
 )
 from .evaluation.options import (
@@ -35,6 +36,7 @@ from .evaluation.options import (
     ScoreOptions,
     ScoreOptionsKwargs,
     check_names,
+    option_fields,
     option_help,
 )
 from .evaluation.result import NO_JUDGE
@@ -61,6 +63,8 @@ __all__ = [
     "attached",
     "check_inconclusive",
     "check_names",
+    "on_change",
+    "option_fields",
     "option_help",
     "parse_json_reply",
     "row_verdict",

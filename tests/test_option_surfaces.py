@@ -38,7 +38,7 @@ from shared import (
 )
 from shared.adapter_kit import DEFAULTS
 from shared.cli.table import SHORT_NAMES
-from shared.dimensions.evidence import DimensionName
+from shared.dimensions.evidence import DimensionEvidence
 from shared.runs.results import score_keys
 
 
@@ -265,7 +265,7 @@ def test_every_surface_reports_every_sub_score() -> None:
     evaluation = SummaryEvaluation(score=None, alignment=None, coverage=None)
     assert tuple(evaluation.sub_scores()) == SUB_SCORE_NAMES
     assert set(SUB_SCORE_NAMES) <= set(SummaryEvaluation.model_fields)
-    assert typing.get_args(DimensionName) == DIMENSION_NAMES
+    assert tuple(DimensionEvidence.model_fields) == DIMENSION_NAMES
     assert set(SHORT_NAMES) | {"score"} == set(SUB_SCORE_NAMES)
 
 

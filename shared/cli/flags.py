@@ -31,7 +31,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ..evaluation.options import DEFAULTS, MAX_N, OptionFields
+from ..core.subscores import on_change
+from ..evaluation.options import DEFAULTS, MAX_N, option_fields
 
 PANEL_OPTIONS = "Scoring options"
 PANEL_JUDGE = "Judge"
@@ -159,11 +160,11 @@ FLAG_FORM: dict[str, FlagForm] = {
 
 def option_flag_names() -> tuple[str, ...]:
     """The options that are flags, in declaration order."""
-    return tuple(f.name for f in dataclasses.fields(OptionFields) if f.name not in NOT_FLAGS)
+    return tuple(f.name for f in option_fields() if f.name not in NOT_FLAGS)
 
 
 def _flag_parameter(name: str) -> inspect.Parameter:
-    field = next(f for f in dataclasses.fields(OptionFields) if f.name == name)
+    field = next(f for f in option_fields() if f.name == name)
     form = FLAG_FORM.get(name, FlagForm())
     default = getattr(DEFAULTS, name)
     if form.text or default is None:
@@ -190,10 +191,22 @@ def with_option_flags(
 ) -> Any:
     """``command`` with a flag for every scoring option (or those named in ``only``) in its
     signature, where its ``**kwargs`` stood; typer passes them to it by name. A parameter the
-    command declares itself wins. ``with_option_flags(only=...)`` is the decorator."""
+    command declares itself wins. ``with_option_flags(only=...)`` is the decorator. A dimension
+    registered later adds its options' flags (typer reads the signature at each run)."""
     if command is None:
         return functools.partial(with_option_flags, only=only)
     signature = inspect.signature(command, eval_str=True)
+    _FLAGGED.append((command, signature, only))
+    _put_flags(command, signature, only)
+    return command
+
+
+_FLAGGED: list[tuple[Callable[..., Any], inspect.Signature, tuple[str, ...] | None]] = []
+
+
+def _put_flags(
+    command: Callable[..., Any], signature: inspect.Signature, only: tuple[str, ...] | None
+) -> None:
     own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
     names = {p.name for p in own}
     added = [
@@ -204,7 +217,14 @@ def with_option_flags(
     command.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=[*own, *added]
     )
-    return command
+
+
+def _refresh_flags() -> None:
+    for command, signature, only in _FLAGGED:
+        _put_flags(command, signature, only)
+
+
+on_change(_refresh_flags)
 
 
 def options_from_flags(values: dict[str, Any], given: frozenset[str]) -> dict[str, Any]:

@@ -13,13 +13,14 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.subscores import HEADLINE, QUALITY_DIMENSIONS
+from ..core.subscores import HEADLINE
+from ..dimensions import QUALITY_DIMENSIONS
 
 __all__ = ["QUALITY_DIMENSIONS", "rank_basis", "rank_value"]
-# QUALITY_DIMENSIONS: the sub-scores with a validity_rho in shared/core/subscores.py
+# QUALITY_DIMENSIONS: the dimensions whose spec has a validity_rho (shared/dimensions/)
 # (docs/VALIDITY.md:
 # grounding rho 0.43 with human consistency, coherence 0.41 and non_redundancy 0.25 with human
-# coherence). A new validated dimension is declared there, and only there.
+# coherence). A new validated dimension says so in its spec, and only there.
 
 
 def _number(value: Any) -> float | None:

@@ -4,8 +4,19 @@
 ``grounding``: each a float in [0, 1] (higher is better) or None with a reason, with its
 evidence. Definitions, formulas and their measured validity on SummEval: ``docs/DIMENSIONS.md``.
 spaCy, NLTK and the embedding model are imported lazily, on first use.
+
+Each dimension is described once, by the :class:`DimensionSpec` in its own module;
+:mod:`.registry` registers them (docs/ARCHITECTURE.md, "Add a dimension").
 """
 
+from ..core.subscores import (
+    DIMENSION_NAMES,
+    NO_LLM_SUB_SCORES,
+    QUALITY_DIMENSIONS,
+    SUB_SCORE_NAMES,
+    SUB_SCORES,
+)
+from . import registry
 from .compute import (
     DimensionSettings,
     SummaryAnalysis,
@@ -35,19 +46,38 @@ from .evidence import (
     SpecificityEvidence,
 )
 from .nlp import DEFAULT_SPACY_MODEL, MissingSpacyModelError, load_pipeline
+from .spec import (
+    DimensionInput,
+    DimensionOption,
+    DimensionSpec,
+    dimension_options,
+    dimension_spec,
+    dimension_specs,
+    register_dimension,
+    unregister_dimension,
+)
 
+# the sub-score list's views are read from here, where importing registers the dimensions
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
     "DEFAULT_SPACY_MODEL",
     "DEFAULT_TARGET",
     "DEFAULT_TOLERANCE",
     "DIMENSIONS",
+    "DIMENSION_NAMES",
+    "NO_LLM_SUB_SCORES",
+    "QUALITY_DIMENSIONS",
+    "SUB_SCORES",
+    "SUB_SCORE_NAMES",
     "CoherenceEvidence",
     "ConcisenessEvidence",
     "DensityEvidence",
     "DimensionEvidence",
+    "DimensionInput",
+    "DimensionOption",
     "DimensionResult",
     "DimensionSettings",
+    "DimensionSpec",
     "Embedder",
     "EntityJump",
     "EntityMention",
@@ -66,7 +96,13 @@ __all__ = [
     "build_evidence",
     "default_embedder",
     "density_score",
+    "dimension_options",
+    "dimension_spec",
+    "dimension_specs",
     "load_pipeline",
     "normalise_dimensions",
+    "register_dimension",
+    "registry",
     "unavailable_evidence",
+    "unregister_dimension",
 ]

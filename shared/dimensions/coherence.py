@@ -41,11 +41,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.checks import one_of
 from .evidence import CoherenceEvidence, EntityJump
 from .nlp import TextAnalysis
+from .spec import DimensionInput, DimensionOption, DimensionSpec
+
+if TYPE_CHECKING:
+    from .compute import DimensionSettings, SummaryAnalysis
 
 FORMULAS = ("entity_grid", "article")
 VERSION_TAG = "/2"
@@ -214,3 +220,80 @@ def score_coherence(
     else:
         reason += f"; article formula {mean:.3f}"
     return CoherenceEvidence(score=score, reason=reason, **evidence)
+
+
+def _score(inp: DimensionInput) -> CoherenceEvidence:
+    analysis, text, formula = inp.analysis, inp.text, inp.settings.coherence_formula
+    if text is None or inp.problem:
+        return CoherenceEvidence(formula=formula, reason=f"not computed: {inp.problem}")
+    unit = analysis.unit
+    if text.no_parse:
+        return _coherence_without_parse(text, unit, formula, analysis)
+    # the default formula needs only the parse; an embedder failure leaves it defined
+    return score_coherence(
+        text,
+        None if analysis.embed_error or unit is None else unit,
+        formula,
+        analysis.embed_error or analysis.embed_skipped,
+    )
+
+
+def _coherence_without_parse(
+    text: TextAnalysis, unit: np.ndarray | None, formula: str, analysis: SummaryAnalysis
+) -> CoherenceEvidence:
+    """Coherence of a summary with no usable parse: the entity grid cannot be read, so the
+    default formula is None with the reason; the article's formula needs only embeddings."""
+    no_grid = f"the entity grid needs a dependency parse: {text.no_parse}"
+    if unit is None:
+        why = analysis.embed_error or analysis.embed_skipped or "no sentence embeddings"
+        return CoherenceEvidence(
+            formula=formula,
+            sentence_count=len(text.sentences),
+            reason=f"not computed: {no_grid}; article formula: {why}",
+        )
+    article, gap, sims, reason = article_coherence(unit)
+    evidence = {
+        "formula": formula,
+        "sentence_count": len(text.sentences),
+        "truncated": text.truncated,
+        "article_score": article,
+        "gap": gap,
+        "similarities": sims,
+    }
+    if formula == "article" and article is not None:
+        return CoherenceEvidence(score=article, reason=reason, **evidence)
+    why = no_grid if formula != "article" else reason
+    return CoherenceEvidence(reason=f"not computed: {why}", **evidence)
+
+
+def _signature(settings: DimensionSettings) -> str:
+    formula = settings.coherence_formula
+    return f"coh:{formula}{VERSION_TAG if formula == 'entity_grid' else ''}"
+
+
+SPEC = DimensionSpec(
+    name="coherence",
+    needs="nothing",
+    short="coher",
+    description="local coherence",
+    needs_spacy=True,
+    needs_embeddings=True,
+    validity_rho=0.41,
+    evidence=CoherenceEvidence,
+    score=_score,
+    options=(
+        DimensionOption(
+            "coherence_formula",
+            FORMULAS[0],
+            one_of(*FORMULAS),
+            "entity_grid (tracks human coherence on SummEval) or article (embedding cosine).",
+            "str",
+        ),
+    ),
+    signature=_signature,
+    metric_doc=(
+        "Local coherence, LLM-free: entity-grid jumps, repeated bigrams and subjectless "
+        "fragments from the spaCy parse (docs/DIMENSIONS.md); "
+        '``coherence_formula="article"`` gives the article\'s embedding formula instead.'
+    ),
+)

@@ -20,25 +20,15 @@ from typing import Any
 import numpy as np
 
 from ..prompts import StyleReview
-from .coherence import FORMULAS, score_coherence
-from .coherence import VERSION_TAG as COHERENCE_VERSION
-from .conciseness import score_conciseness
-from .density import DEFAULT_TARGET, DEFAULT_TOLERANCE, score_density
 from .embedding import DEFAULT_EMBEDDING_MODEL, default_embedder, embedder_id, unit_rows
 from .evidence import (
     DIMENSIONS,
     NEEDS_EMBEDDINGS,
     NEEDS_JUDGE,
     NEEDS_SPACY,
-    CoherenceEvidence,
-    ConcisenessEvidence,
-    DensityEvidence,
     DimensionEvidence,
-    GroundingEvidence,
-    NonRedundancyEvidence,
-    SpecificityEvidence,
 )
-from .grounding import PRIOR, SourceIndex, ground_summary, index_source
+from .grounding import SourceIndex
 from .nlp import (
     DEFAULT_SPACY_MODEL,
     MissingSpacyModelError,
@@ -49,10 +39,7 @@ from .nlp import (
     load_pipeline,
     pipeline_id,
 )
-from .redundancy import score_non_redundancy
-from .specificity import score_specificity
-from .support import VERSION as GROUNDING_VERSION
-from .support import constants_id as grounding_constants
+from .spec import DimensionInput, dimension_options, dimension_spec, dimension_specs
 
 
 def normalise_dimensions(dimensions: Iterable[str] | None) -> tuple[str, ...]:
@@ -69,39 +56,66 @@ def normalise_dimensions(dimensions: Iterable[str] | None) -> tuple[str, ...]:
     return tuple(d for d in DIMENSIONS if d in names)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class DimensionSettings:
-    """The options that shape the dimensions (a view of the pipeline's ScoreOptions)."""
+    """The options that shape the dimensions (a view of the pipeline's ScoreOptions).
 
-    dimensions: tuple[str, ...] = DIMENSIONS
-    spacy_model: str | Mapping[str, str] = DEFAULT_SPACY_MODEL
+    ``dimensions``, ``spacy_model``, ``embedder`` and ``language`` are every dimension's; each
+    dimension's own options (``density_target``, ``coherence_formula``, ...: the ``options`` of
+    its :class:`~shared.dimensions.spec.DimensionSpec`) are keywords too, read as attributes,
+    checked by their declared check, their default the declared one.
+    """
+
+    dimensions: tuple[str, ...]
+    spacy_model: str | Mapping[str, str]
     """The English pipeline (a str, as before), or language -> pipeline (a hashable mapping,
     :class:`shared.dimensions.pipelines.SpacyModels`)."""
-    embedder: Any = field(default=None, compare=False)
-    density_target: float = DEFAULT_TARGET
-    density_tolerance: float = DEFAULT_TOLERANCE
-    coherence_formula: str = FORMULAS[0]
-    """``"entity_grid"`` (default: counted jumps, repeats, fragments) or ``"article"`` (mean
-    cosine of sentences i and i+2, the article's formula). Both values are in the evidence."""
-    language: str | None = None
+    embedder: Any = field(compare=False)
+    language: str | None
     """The ``language`` option: None detects each row's language; a code is trusted."""
+    options: tuple[tuple[str, Any], ...]
+    """Every registered dimension option's value, by name (e.g. ``coherence_formula``:
+    ``"entity_grid"``, counted jumps, repeats, fragments, or ``"article"``, the article's mean
+    cosine of sentences i and i+2)."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "dimensions", normalise_dimensions(self.dimensions))
-        if self.coherence_formula not in FORMULAS:
-            raise ValueError(
-                f"coherence_formula must be one of {', '.join(map(repr, FORMULAS))}, "
-                f"got {self.coherence_formula!r}"
+    def __init__(
+        self,
+        dimensions: Iterable[str] | None = DIMENSIONS,
+        spacy_model: str | Mapping[str, str] = DEFAULT_SPACY_MODEL,
+        embedder: Any = None,
+        language: str | None = None,
+        **options: Any,
+    ) -> None:
+        declared = {o.name: o for o in dimension_options()}
+        unknown = sorted(set(options) - set(declared))
+        if unknown:
+            raise TypeError(
+                f"unknown dimension option(s) {', '.join(unknown)}; "
+                f"expected some of {', '.join(declared)}"
             )
+        values = tuple(
+            (name, o.check(name, options.get(name, o.default))) for name, o in declared.items()
+        )
         from .pipelines import check_spacy_model
 
-        object.__setattr__(self, "spacy_model", check_spacy_model("spacy_model", self.spacy_model))
-        for name in ("density_target", "density_tolerance"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        object.__setattr__(self, "dimensions", normalise_dimensions(dimensions))
+        object.__setattr__(self, "spacy_model", check_spacy_model("spacy_model", spacy_model))
+        object.__setattr__(self, "embedder", embedder)
+        object.__setattr__(self, "language", language)
+        object.__setattr__(self, "options", values)
         if self.embedder is not None and not callable(getattr(self.embedder, "embed", None)):
             raise TypeError(f"embedder must have embed(texts) -> vectors; got {self.embedder!r}")
+
+    def __getattr__(self, name: str) -> Any:
+        """A dimension option's value (``settings.density_target``)."""
+        if not name.startswith("_"):
+            for key, value in self.__dict__.get("options", ()):
+                if key == name:
+                    return value
+            for o in dimension_options():  # registered after these settings were made
+                if o.name == name:
+                    return o.default
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def needs_spacy(self) -> bool:
@@ -160,20 +174,18 @@ class DimensionSettings:
         return not self._checks_english or is_loaded(self.english_model)
 
     def signature_part(self) -> str:
-        """``|dens:<target>/<tol>|spacy:<pipeline>-<version>|emb:<model>|coh:<formula>``
-        ``|gnd:v<version>/<hash of its constants>`` for what is used."""
-        parts = []
-        if "density" in self.dimensions:
-            parts.append(f"dens:{self.density_target:g}/{self.density_tolerance:g}")
+        """Each requested dimension's own part (its spec's ``signature``), with the parts every
+        dimension shares (``spacy:<pipeline>-<version>`` when one parses, ``emb:<model>`` when
+        one embeds) after the parts of the dimensions that use no embeddings: ``|dens:<target>/
+        <tol>|spacy:<pipeline>-<version>|emb:<model>|coh:<formula>|gnd:v<version>/<hash of its
+        constants>`` for the default dimensions."""
+        specs = [dimension_spec(name) for name in self.dimensions]
+        parts = [s.signature(self) for s in specs if s.signature and not s.needs_embeddings]
         if self.needs_spacy:
             parts.append(f"spacy:{pipeline_id(self.english_model)}")
         if self.needs_embeddings:
             parts.append(f"emb:{embedder_id(self.resolved_embedder())}")
-        if "coherence" in self.dimensions:
-            tag = COHERENCE_VERSION if self.coherence_formula == "entity_grid" else ""
-            parts.append(f"coh:{self.coherence_formula}{tag}")
-        if "grounding" in self.dimensions:
-            parts.append(f"gnd:v{GROUNDING_VERSION}/{grounding_constants()}")
+        parts += [s.signature(self) for s in specs if s.signature and s.needs_embeddings]
         return "".join(f"|{part}" for part in parts)
 
 
@@ -334,16 +346,11 @@ def unavailable_evidence(
     """Every requested dimension None with ``reason`` (an empty summary has no text quality to
     measure; an unexpected analysis failure is reported the same way)."""
     reason = f"not computed: {reason}"
-    return _only(
-        settings,
-        density=DensityEvidence(
-            reason=reason, target=settings.density_target, tolerance=settings.density_tolerance
-        ),
-        specificity=SpecificityEvidence(reason=reason),
-        non_redundancy=NonRedundancyEvidence(reason=reason),
-        coherence=CoherenceEvidence(reason=reason),
-        conciseness=ConcisenessEvidence(reason=reason, summary_chars=0, source_chars=len(source)),
-        grounding=GroundingEvidence(reason=reason, prior=PRIOR),
+    return DimensionEvidence(
+        **{
+            name: dimension_spec(name).not_computed(settings, source, reason)
+            for name in settings.dimensions
+        }
     )
 
 
@@ -356,169 +363,18 @@ def build_evidence(
     judge_problem: str | None,
     source_index: SourceIndex | None = None,
 ) -> DimensionEvidence:
-    """Every requested dimension from the analysis and the judge's review.
+    """Every requested dimension from the analysis and the judge's review: each one's spec's
+    ``score`` (:class:`~shared.dimensions.spec.DimensionInput` says what it reads).
 
     ``judge_problem``: "" when no judge was given, a reason when the style call failed, None when
     ``review`` is there (or no call was needed). ``source_index``: grounding's index of
     ``source``, when the caller shares one across the summaries of that source (built here
     otherwise).
     """
-    wanted = set(settings.dimensions)
-    out: dict[str, Any] = {}
-    if "conciseness" in wanted:
-        out["conciseness"] = score_conciseness(summary, source)
-    if not settings.needs_spacy:
-        return _only(settings, **out)
-    text = analysis.text
-    problem = None
-    if text is None:
-        problem = "the summary was not analysed"
-    elif text.error:
-        problem = text.error
-    if "density" in wanted:
-        no_entities = None if text is None else text.no_entities
-        out["density"] = (
-            score_density(text, settings.density_target, settings.density_tolerance)
-            if text is not None and no_entities is None
-            else DensityEvidence(
-                reason=f"not computed: {problem or f'density needs named entities: {no_entities}'}",
-                target=settings.density_target,
-                tolerance=settings.density_tolerance,
-            )
-        )
-    sentences = analysis.sentences
-    if "specificity" in wanted:
-        out["specificity"] = _specificity(sentences, problem, review, judge_problem)
-    embed_problem = problem or analysis.embed_error
-    unit = analysis.unit
-    if "coherence" in wanted:
-        if text is None or problem:
-            out["coherence"] = CoherenceEvidence(
-                formula=settings.coherence_formula, reason=f"not computed: {problem}"
-            )
-        elif text.no_parse:
-            out["coherence"] = _coherence_without_parse(
-                text, unit, settings.coherence_formula, analysis
-            )
-        else:
-            # the default formula needs only the parse; an embedder failure leaves it defined
-            out["coherence"] = score_coherence(
-                text,
-                None if analysis.embed_error or unit is None else unit,
-                settings.coherence_formula,
-                analysis.embed_error or analysis.embed_skipped,
-            )
-    if "non_redundancy" in wanted:
-        if text is not None and not embed_problem and analysis.embed_skipped:
-            out["non_redundancy"] = score_non_redundancy(
-                sentences,
-                None,
-                text.words,
-                text.stop,
-                review,
-                judge_problem,
-                lexical_only=analysis.embed_skipped,
-            )
-        elif embed_problem or unit is None or text is None:
-            out["non_redundancy"] = NonRedundancyEvidence(
-                sentence_count=len(sentences), reason=f"not computed: {embed_problem}"
-            )
-        else:
-            out["non_redundancy"] = score_non_redundancy(
-                sentences, unit, text.words, text.stop, review, judge_problem
-            )
-    if "grounding" in wanted:
-        grounding = _grounding(source, analysis, problem, source_index, settings)
-        if text is not None and text.no_entities and not problem:
-            grounding = grounding.model_copy(
-                update={"reason": f"{grounding.reason} (numbers only: {text.no_entities})"}
-            )
-        out["grounding"] = grounding
-    return _only(settings, **out)
-
-
-def _coherence_without_parse(
-    text: TextAnalysis, unit: np.ndarray | None, formula: str, analysis: SummaryAnalysis
-) -> CoherenceEvidence:
-    """Coherence of a summary with no usable parse: the entity grid cannot be read, so the
-    default formula is None with the reason; the article's formula needs only embeddings."""
-    from .coherence import article_coherence
-
-    no_grid = f"the entity grid needs a dependency parse: {text.no_parse}"
-    if unit is None:
-        why = analysis.embed_error or analysis.embed_skipped or "no sentence embeddings"
-        return CoherenceEvidence(
-            formula=formula,
-            sentence_count=len(text.sentences),
-            reason=f"not computed: {no_grid}; article formula: {why}",
-        )
-    article, gap, sims, reason = article_coherence(unit)
-    evidence = {
-        "formula": formula,
-        "sentence_count": len(text.sentences),
-        "truncated": text.truncated,
-        "article_score": article,
-        "gap": gap,
-        "similarities": sims,
-    }
-    if formula == "article" and article is not None:
-        return CoherenceEvidence(score=article, reason=reason, **evidence)
-    why = no_grid if formula != "article" else reason
-    return CoherenceEvidence(reason=f"not computed: {why}", **evidence)
-
-
-def _grounding(
-    source: str,
-    analysis: SummaryAnalysis,
-    problem: str | None,
-    index: SourceIndex | None,
-    settings: DimensionSettings,
-) -> GroundingEvidence:
-    """Grounding version 2 from the summary's parse and sentence embeddings; odd text gives a
-    reason, never raises. The source's candidate sentences are embedded with the same embedder
-    (when the summary's language is embedded) and parsed with the English pipeline (English
-    summaries; other languages check relations by co-occurrence only)."""
-    text = analysis.text
-    if text is None or problem:
-        return GroundingEvidence(reason=f"not computed: {problem}", prior=PRIOR)
-    try:
-        unit = None if analysis.embed_error or analysis.embed_skipped else analysis.unit
-        embed = None if unit is None else settings.resolved_embedder().embed
-        nlp = load_pipeline(settings.english_model) if text.language == "en" else None
-        note = analysis.embed_error or analysis.embed_skipped
-        return ground_summary(
-            text,
-            unit,
-            index if index is not None else index_source(source),
-            embed=embed,
-            nlp=nlp,
-            note=f"similarity read lexically: {note}" if note else None,
-        )
-    except Exception as exc:  # odd input must not take the other dimensions with it
-        return GroundingEvidence(
-            reason=f"not computed: grounding failed: {type(exc).__name__}: {exc}", prior=PRIOR
-        )
-
-
-def _specificity(
-    sentences: tuple[str, ...],
-    problem: str | None,
-    review: StyleReview | None,
-    judge_problem: str | None,
-) -> SpecificityEvidence:
-    n = len(sentences)
-    if problem:
-        return SpecificityEvidence(reason=f"not computed: {problem}")
-    if n == 0:
-        return SpecificityEvidence(reason="not computed: the summary has no sentence to judge")
-    if review is not None:
-        return score_specificity(sentences, review)
-    if judge_problem:
-        return SpecificityEvidence(sentence_count=n, reason=f"not computed: {judge_problem}")
-    return SpecificityEvidence(
-        sentence_count=n, reason="not computed: specificity needs a judge (judge=None)"
+    inp = DimensionInput(
+        settings, source, summary, analysis, review, judge_problem, source_index=source_index
     )
-
-
-def _only(settings: DimensionSettings, **evidence: Any) -> DimensionEvidence:
-    return DimensionEvidence(**{k: v for k, v in evidence.items() if k in settings.dimensions})
+    wanted = set(settings.dimensions)
+    return DimensionEvidence(
+        **{spec.name: spec.score(inp) for spec in dimension_specs() if spec.name in wanted}
+    )

@@ -8,7 +8,13 @@ for multi-part sources the source length here is one character longer per join.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .evidence import ConcisenessEvidence
+from .spec import DimensionInput, DimensionSpec
+
+if TYPE_CHECKING:
+    from .compute import DimensionSettings
 
 
 def conciseness_score(summary: str, source: str) -> float:
@@ -23,3 +29,23 @@ def score_conciseness(summary: str, source: str) -> ConcisenessEvidence:
         summary_chars=len(summary),
         source_chars=len(source),
     )
+
+
+def _score(inp: DimensionInput) -> ConcisenessEvidence:
+    return score_conciseness(inp.summary, inp.source)
+
+
+def _unavailable(settings: DimensionSettings, source: str, reason: str) -> ConcisenessEvidence:
+    return ConcisenessEvidence(reason=reason, summary_chars=0, source_chars=len(source))
+
+
+SPEC = DimensionSpec(
+    name="conciseness",
+    needs="nothing",
+    short="concis",
+    description="length penalty",
+    evidence=ConcisenessEvidence,
+    score=_score,
+    unavailable=_unavailable,
+    metric_doc="Ragas's length penalty, for parity with its summary score.",
+)

@@ -17,9 +17,15 @@ and sparsest steps lie about ±0.05 around 0.15).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
+from ..core.checks import positive_number
 from .evidence import DensityEvidence, EntityMention
 from .nlp import TextAnalysis
+from .spec import DimensionInput, DimensionOption, DimensionSpec
+
+if TYPE_CHECKING:
+    from .compute import DimensionSettings
 
 DEFAULT_TARGET = 0.15
 DEFAULT_TOLERANCE = 0.05
@@ -56,3 +62,52 @@ def score_density(analysis: TextAnalysis, target: float, tolerance: float) -> De
         entity_density=density,
         **base,
     )
+
+
+def _score(inp: DimensionInput) -> DensityEvidence:
+    settings, text = inp.settings, inp.text
+    no_entities = None if text is None else text.no_entities
+    if text is not None and no_entities is None:
+        return score_density(text, settings.density_target, settings.density_tolerance)
+    why = inp.problem or f"density needs named entities: {no_entities}"
+    return _unavailable(settings, inp.source, f"not computed: {why}")
+
+
+def _unavailable(settings: DimensionSettings, source: str, reason: str) -> DensityEvidence:
+    return DensityEvidence(
+        reason=reason, target=settings.density_target, tolerance=settings.density_tolerance
+    )
+
+
+def _signature(settings: DimensionSettings) -> str:
+    return f"dens:{settings.density_target:g}/{settings.density_tolerance:g}"
+
+
+SPEC = DimensionSpec(
+    name="density",
+    needs="nothing",
+    short="dens",
+    description="entity density near the target",
+    needs_spacy=True,
+    evidence=DensityEvidence,
+    score=_score,
+    unavailable=_unavailable,
+    options=(
+        DimensionOption(
+            "density_target",
+            DEFAULT_TARGET,
+            positive_number,
+            "Entity density the density dimension aims at.",
+            "float",
+        ),
+        DimensionOption(
+            "density_tolerance",
+            DEFAULT_TOLERANCE,
+            positive_number,
+            "How far from the target density still scores 1.",
+            "float",
+        ),
+    ),
+    signature=_signature,
+    metric_doc="Closeness of the summary's entity density to the Chain-of-Density target.",
+)

@@ -7,8 +7,6 @@ number can always be traced back to entities, sentence pairs or the judge's flag
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, Field
 
 from ..core.subscores import (
@@ -19,15 +17,14 @@ from ..core.subscores import (
 )
 from ..prompts import RepeatedPoint
 
-DimensionName = Literal[
-    "density", "specificity", "non_redundancy", "coherence", "conciseness", "grounding"
-]
+DimensionName = str
+"""A registered dimension's name (:data:`DIMENSIONS`)."""
 
 DIMENSIONS: tuple[DimensionName, ...] = DIMENSION_NAMES  # type: ignore[assignment]
-"""Every dimension, in report order (the default of the ``dimensions`` option); declared in
-:data:`shared.core.subscores.SUB_SCORES`."""
+"""Every dimension, in report order (the default of the ``dimensions`` option): a live view of
+the registered dimensions (:mod:`shared.dimensions.spec`)."""
 
-# Declared on each SubScore (shared/core/subscores.py); these names are the dimensions package's.
+# Declared on each dimension's spec; these names are the dimensions package's.
 NEEDS_SPACY = SPACY_DIMENSIONS
 NEEDS_EMBEDDINGS = EMBEDDING_DIMENSIONS
 NEEDS_JUDGE = JUDGED_DIMENSIONS
@@ -193,18 +190,15 @@ class GroundingEvidence(DimensionResult):
 
 
 class DimensionEvidence(BaseModel):
-    """One entry per requested dimension; None for a dimension that was switched off."""
+    """One entry per requested dimension; None for a dimension that was switched off.
 
-    density: DensityEvidence | None = None
-    specificity: SpecificityEvidence | None = None
-    non_redundancy: NonRedundancyEvidence | None = None
-    coherence: CoherenceEvidence | None = None
-    conciseness: ConcisenessEvidence | None = None
-    grounding: GroundingEvidence | None = None
+    Its fields are the registered dimensions' (``density``, ``specificity``, ...), each typed
+    with its spec's evidence model, in report order: :mod:`shared.dimensions.spec` adds them as
+    each dimension registers."""
 
     def scores(self) -> dict[str, float | None]:
         out: dict[str, float | None] = {}
         for name in DIMENSIONS:
-            item = getattr(self, name)
+            item = getattr(self, name, None)
             out[name] = None if item is None else item.score
         return out

@@ -51,7 +51,8 @@ from .items import (  # noqa: F401 (moved)
     summary_items,
 )
 from .nlp import DEFAULT_SPACY_MODEL, load_pipeline
-from .support import SentenceParse, index_sentences, score_sentences
+from .spec import DimensionInput, DimensionSpec
+from .support import VERSION, SentenceParse, constants_id, index_sentences, score_sentences
 
 PRIOR = 4.0
 """Pseudo-items counted as supported: the value most cross-validation folds chose on SummEval
@@ -353,3 +354,69 @@ def grounding_scores(
                 GroundingEvidence(reason=f"not computed: {type(exc).__name__}: {exc}", prior=PRIOR)
             )
     return out
+
+
+def _score(inp: DimensionInput) -> GroundingEvidence:
+    """Version 2 from the summary's parse and sentence embeddings; odd text gives a reason,
+    never raises. The source's candidate sentences are embedded with the same embedder (when
+    the summary's language is embedded) and parsed with the English pipeline (English
+    summaries; other languages check relations by co-occurrence only)."""
+    text, problem = inp.text, inp.problem
+    if text is None or problem:
+        return GroundingEvidence(reason=f"not computed: {problem}", prior=PRIOR)
+    grounding = _ground(inp, text)
+    if text.no_entities:
+        reason = f"{grounding.reason} (numbers only: {text.no_entities})"
+        grounding = grounding.model_copy(update={"reason": reason})
+    return grounding
+
+
+def _ground(inp: DimensionInput, text: Any) -> GroundingEvidence:
+    analysis, settings = inp.analysis, inp.settings
+    try:
+        unit = None if analysis.embed_error or analysis.embed_skipped else analysis.unit
+        embed = None if unit is None else settings.resolved_embedder().embed
+        nlp = load_pipeline(settings.english_model) if text.language == "en" else None
+        note = analysis.embed_error or analysis.embed_skipped
+        index = inp.source_index
+        return ground_summary(
+            text,
+            unit,
+            index if index is not None else index_source(inp.source),
+            embed=embed,
+            nlp=nlp,
+            note=f"similarity read lexically: {note}" if note else None,
+        )
+    except Exception as exc:  # odd input must not take the other dimensions with it
+        return GroundingEvidence(
+            reason=f"not computed: grounding failed: {type(exc).__name__}: {exc}", prior=PRIOR
+        )
+
+
+def _unavailable(settings: Any, source: str, reason: str) -> GroundingEvidence:
+    return GroundingEvidence(reason=reason, prior=PRIOR)
+
+
+def _signature(settings: Any) -> str:
+    return f"gnd:v{VERSION}/{constants_id()}"
+
+
+SPEC = DimensionSpec(
+    name="grounding",
+    needs="nothing",
+    short="ground",
+    description="share of names/numbers/dates sourced",
+    needs_spacy=True,
+    needs_embeddings=True,
+    validity_rho=0.43,
+    evidence=GroundingEvidence,
+    score=_score,
+    unavailable=_unavailable,
+    signature=_signature,
+    metric_doc=(
+        "Share of the summary's names, numbers and dates that its source states, LLM-free: the "
+        "summary's spaCy entities and numbers checked against a normalised index of the source "
+        "(docs/DIMENSIONS.md). Without ``model`` no LLM is built or called: "
+        "``SummaryGroundingMetric(0.8).measure(case)`` runs offline."
+    ),
+)

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..prompts import StyleReview
 from .evidence import NonRedundancyEvidence, SentencePair
+from .spec import DimensionInput, DimensionSpec
 
 DUPLICATE_THRESHOLD = 0.85
 NGRAM = 3
@@ -165,3 +166,39 @@ def score_non_redundancy(
         judge_redundancy=judged,
         **evidence,
     )
+
+
+def _score(inp: DimensionInput) -> NonRedundancyEvidence:
+    analysis, text, sentences = inp.analysis, inp.text, inp.analysis.sentences
+    embed_problem = inp.problem or analysis.embed_error
+    if text is not None and not embed_problem and analysis.embed_skipped:
+        return score_non_redundancy(
+            sentences,
+            None,
+            text.words,
+            text.stop,
+            inp.review,
+            inp.judge_problem,
+            lexical_only=analysis.embed_skipped,
+        )
+    if embed_problem or analysis.unit is None or text is None:
+        return NonRedundancyEvidence(
+            sentence_count=len(sentences), reason=f"not computed: {embed_problem}"
+        )
+    return score_non_redundancy(
+        sentences, analysis.unit, text.words, text.stop, inp.review, inp.judge_problem
+    )
+
+
+SPEC = DimensionSpec(
+    name="non_redundancy",
+    needs="judge_partly",
+    short="nonred",
+    description="1 - repetition",
+    needs_spacy=True,
+    needs_embeddings=True,
+    validity_rho=0.25,
+    evidence=NonRedundancyEvidence,
+    score=_score,
+    metric_doc="1 - unnecessary repetition in the summary.",
+)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import prompts as p
 from .evidence import FlaggedSentence, SpecificityEvidence
+from .spec import DimensionInput, DimensionSpec
 
 
 def score_specificity(sentences: tuple[str, ...], review: p.StyleReview) -> SpecificityEvidence:
@@ -26,3 +27,31 @@ def score_specificity(sentences: tuple[str, ...], review: p.StyleReview) -> Spec
         sentence_count=n,
         flagged=flagged,
     )
+
+
+def _score(inp: DimensionInput) -> SpecificityEvidence:
+    sentences = inp.analysis.sentences
+    n = len(sentences)
+    if inp.problem:
+        return SpecificityEvidence(reason=f"not computed: {inp.problem}")
+    if n == 0:
+        return SpecificityEvidence(reason="not computed: the summary has no sentence to judge")
+    if inp.review is not None:
+        return score_specificity(sentences, inp.review)
+    if inp.judge_problem:
+        return SpecificityEvidence(sentence_count=n, reason=f"not computed: {inp.judge_problem}")
+    return SpecificityEvidence(
+        sentence_count=n, reason="not computed: specificity needs a judge (judge=None)"
+    )
+
+
+SPEC = DimensionSpec(
+    name="specificity",
+    needs="judge",
+    short="spec",
+    description="1 - share of vague sentences",
+    needs_spacy=True,
+    evidence=SpecificityEvidence,
+    score=_score,
+    metric_doc="1 - share of summary sentences the judge flags as vague.",
+)

@@ -17,9 +17,11 @@ How to add an option ``foo``:
    (write ``_check_foo(name, value) -> value`` here if no existing check fits) and
    ``foo: T`` to :class:`ScoreOptionsKwargs`. A test fails if the two disagree.
 2. Read ``options.foo`` where it acts (``shared/pipeline/run.py``, or the judge steps in
-   ``shared/pipeline/``; a dimension setting goes through
-   :class:`~shared.dimensions.DimensionSettings`). If it changes the result, add it to
-   :func:`shared.pipeline.compose.signature`.
+   ``shared/pipeline/``). If it changes the result, add it to
+   :func:`shared.pipeline.compose.signature`. An option of one text-quality dimension is
+   declared in that dimension's spec instead (a ``DimensionOption``; docs/ARCHITECTURE.md, "Add
+   a dimension"): it joins :class:`OptionFields` and :class:`ScoreOptionsKwargs` between
+   ``spacy_model`` and ``context_budget``, and the dimension reads it from its settings.
 3. Surfaces follow from the declaration: Ragas inherits the field (``OptionFields`` is a base
    of its metric dataclass) and the collections metric takes ``**options``; DeepEval's
    constructor lists every option in its signature with the core's default
@@ -34,21 +36,22 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack
 
+from ..core.checks import Check, is_number, one_of
 from ..core.language import check_language_code
+from ..core.subscores import ListView
 from ..dimensions import (
     DEFAULT_SPACY_MODEL,
-    DEFAULT_TARGET,
-    DEFAULT_TOLERANCE,
     DIMENSIONS,
+    DimensionOption,
     DimensionSettings,
+    dimension_options,
     normalise_dimensions,
 )
-from ..dimensions.coherence import FORMULAS
 from ..dimensions.pipelines import check_spacy_model
 from ..judge.server import (  # the judge owns its defaults; re-exported
     DEFAULT_CONTEXT_BUDGET,
@@ -134,15 +137,9 @@ class UserQuestion:
 # whose message starts with the option's name.
 # ---------------------------------------------------------------------------------------------
 
-Check = Callable[[str, Any], Any]
-
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _int_at_least(low: int, unit: str = "", type_error: type[Exception] = TypeError) -> Check:
@@ -169,27 +166,11 @@ def _check_samples(name: str, value: Any) -> int:
 
 
 def _check_beta(name: str, value: Any) -> float:
-    if not (_is_number(value) and math.isfinite(value) and 0 < value <= MAX_BETA):
+    if not (is_number(value) and math.isfinite(value) and 0 < value <= MAX_BETA):
         raise ValueError(
             f"{name} must be a positive finite number (at most {MAX_BETA:g}), got {value!r}"
         )
     return value
-
-
-def _positive_number(name: str, value: Any) -> float:
-    if not (_is_number(value) and math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return value
-
-
-def _one_of(*allowed: str) -> Check:
-    def check(name: str, value: Any) -> str:
-        if value not in allowed:
-            expected = " or ".join(repr(a) for a in allowed)
-            raise ValueError(f"{name} must be {expected}, got {value!r}")
-        return value
-
-    return check
 
 
 def _check_cache(name: str, value: Any) -> Any:
@@ -264,12 +245,8 @@ def option(default: Any, check: Check, help: str, *, compare: bool = True) -> An
 
 
 @dataclass
-class OptionFields:
-    """The options of :func:`shared.ascore_summary`, as dataclass fields with their defaults.
-
-    A base class for any surface that needs them as fields (the Ragas metric inherits it);
-    validation happens in :class:`ScoreOptions`.
-    """
+class _RunOptionFields:
+    """The options before the dimensions' own (a base of :class:`OptionFields`)."""
 
     n: int = option(DEFAULT_N, _check_n, "Questions generated per source.")
     questions: tuple[UserQuestion, ...] | None = option(
@@ -283,7 +260,7 @@ class OptionFields:
     )
     beta: float = option(1.0, _check_beta, "F-beta weight of coverage over alignment.")
     combine: Literal["fbeta", "min"] = option(
-        "fbeta", _one_of("fbeta", "min"), "fbeta or min (DeepEval's rule)."
+        "fbeta", one_of("fbeta", "min"), "fbeta or min (DeepEval's rule)."
     )
     retries: int = option(2, _int_at_least(0), "Retries of an invalid judge reply.")
     cache: Any = option(
@@ -309,17 +286,32 @@ class OptionFields:
         check_spacy_model,
         "spaCy pipeline for English, or {language: pipeline} (e.g. {'de': 'de_core_news_sm'}).",
     )
-    density_target: float = option(
-        DEFAULT_TARGET, _positive_number, "Entity density the density dimension aims at."
-    )
-    density_tolerance: float = option(
-        DEFAULT_TOLERANCE, _positive_number, "How far from the target density still scores 1."
-    )
-    coherence_formula: str = option(
-        FORMULAS[0],
-        _one_of(*FORMULAS),
-        "entity_grid (tracks human coherence on SummEval) or article (embedding cosine).",
-    )
+
+
+def _field_of(o: DimensionOption) -> Any:
+    """A dimension's option as a field of the declaration."""
+    return option(o.default, o.check, o.help)
+
+
+_DimensionOptionFields = dataclasses.make_dataclass(
+    "_DimensionOptionFields",
+    [(o.name, o.annotation, _field_of(o)) for o in dimension_options()],
+    bases=(_RunOptionFields,),
+)
+"""Each registered dimension's options (its spec's ``options``), in report order."""
+
+
+@dataclass
+class OptionFields(_DimensionOptionFields):  # type: ignore[misc,valid-type]
+    """The options of :func:`shared.ascore_summary`, as dataclass fields with their defaults:
+    the run's (``n`` ... ``spacy_model``), each dimension's own (declared in its spec:
+    ``density_target``, ``density_tolerance``, ``coherence_formula``), then the judge's path
+    and budget (``context_budget`` ... ``judge_path``).
+
+    A base class for any surface that needs them as fields (the Ragas metric inherits it);
+    validation happens in :class:`ScoreOptions`.
+    """
+
     context_budget: int = option(
         DEFAULT_CONTEXT_BUDGET,
         _int_at_least(MIN_CONTEXT_BUDGET, " (estimated tokens)", ValueError),
@@ -337,16 +329,14 @@ class OptionFields:
     )
     judge_path: Literal["sentences", "two-call", "steps"] = option(
         DEFAULT_JUDGE_PATH,
-        _one_of(*JUDGE_PATHS),
+        one_of(*JUDGE_PATHS),
         "sentences: the judge points at numbered summary sentences (verdicts with error types, "
         "coverage by pointing); two-call: atomic claims written out, one call per source and two "
         "per summary; steps: the step-by-step calls.",
     )
 
 
-class ScoreOptionsKwargs(TypedDict, total=False):
-    """The keyword form of :class:`OptionFields` (``**options: Unpack[ScoreOptionsKwargs]``)."""
-
+class _RunKwargs(TypedDict, total=False):
     n: int
     questions: Iterable[str | dict[str, Any] | UserQuestion] | None
     questions_file: str | Path | FrozenQuestions | None
@@ -358,20 +348,46 @@ class ScoreOptionsKwargs(TypedDict, total=False):
     dimensions: Iterable[str]
     embedder: Any
     spacy_model: str | Mapping[str, str]
-    density_target: float
-    density_tolerance: float
-    coherence_formula: str
+
+
+_DimensionKwargs = TypedDict(  # type: ignore[misc]
+    "_DimensionKwargs", {o.name: o.annotation for o in dimension_options()}, total=False
+)
+
+
+class ScoreOptionsKwargs(_RunKwargs, _DimensionKwargs, total=False):  # type: ignore[misc]
+    """The keyword form of :class:`OptionFields` (``**options: Unpack[ScoreOptionsKwargs]``)."""
+
     context_budget: int
     samples: int
     language: str | None
     judge_path: Literal["sentences", "two-call", "steps"]
 
 
-OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(OptionFields))
-"""Every option, in declaration order."""
+def option_fields() -> tuple[dataclasses.Field[Any], ...]:
+    """Every option's field: :class:`OptionFields`'s, then the options of any dimension
+    registered after it was made (a dimension a test declares)."""
+    own = dataclasses.fields(OptionFields)
+    names = {f.name for f in own}
+    return own + tuple(_late_field(o) for o in dimension_options() if o.name not in names)
 
 
-@dataclass(unsafe_hash=True)
+def _late_field(o: DimensionOption) -> dataclasses.Field[Any]:
+    made = _field_of(o)
+    made.name, made.type = o.name, o.annotation
+    return made  # type: ignore[no-any-return]
+
+
+def _option_names() -> tuple[str, ...]:
+    return tuple(f.name for f in option_fields())
+
+
+OPTION_NAMES: tuple[str, ...] = ListView(_option_names)  # type: ignore[assignment]
+"""Every option, in declaration order (a live view: a dimension registered later adds its
+options)."""
+
+
+@dataclass(eq=False)
 class ScoreOptions(OptionFields):
     """Validated, immutable options of one scoring call (hashable: usable as a cache key).
 
@@ -384,13 +400,13 @@ class ScoreOptions(OptionFields):
 
     def __init__(self, **options: Unpack[ScoreOptionsKwargs]) -> None:
         check_names(options)
-        for f in dataclasses.fields(OptionFields):
+        for f in option_fields():
             object.__setattr__(self, f.name, options.get(f.name, f.default))
         object.__setattr__(self, "_given", frozenset(options))
         self.__post_init__()
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(OptionFields):
+        for f in option_fields():
             value = f.metadata["check"](f.name, getattr(self, f.name))
             object.__setattr__(self, f.name, value)
         if self.questions is not None and self.questions_file is not None:
@@ -404,13 +420,30 @@ class ScoreOptions(OptionFields):
                 dimensions=self.dimensions,
                 spacy_model=self.spacy_model,
                 embedder=self.embedder,
-                density_target=self.density_target,
-                density_tolerance=self.density_tolerance,
-                coherence_formula=self.coherence_formula,
                 language=self.language,
+                **{o.name: getattr(self, o.name) for o in dimension_options()},
             ),
         )
         object.__setattr__(self, "_frozen", True)
+
+    def __getattr__(self, name: str) -> Any:
+        """The default of a dimension option registered after these options were made."""
+        if not name.startswith("_"):
+            for o in dimension_options():
+                if o.name == name:
+                    return o.default
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _compared(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f.name) for f in option_fields() if f.compare)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()  # type: ignore[attr-defined,no-any-return]
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
 
     def __setattr__(self, name: str, value: Any) -> None:
         if getattr(self, "_frozen", False):
@@ -478,7 +511,7 @@ DEFAULTS = ScoreOptions()
 
 def option_help(name: str) -> str:
     """The one line of help declared with option ``name``."""
-    return {f.name: f.metadata["help"] for f in dataclasses.fields(OptionFields)}[name]
+    return {f.name: f.metadata["help"] for f in option_fields()}[name]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -528,5 +561,6 @@ __all__ = [
     "for_source",
     "normalise_source",
     "option",
+    "option_fields",
     "option_help",
 ]

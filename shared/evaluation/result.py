@@ -13,8 +13,9 @@ from pydantic import (
 )
 
 from ..core.language import LanguageEvidence
-from ..core.subscores import SUB_SCORE_NAMES
+from ..core.subscores import SUB_SCORE_NAMES, on_change
 from ..dimensions.evidence import DimensionEvidence
+from ..dimensions.spec import score_fields, sync_fields
 from ..prompts.pointing import ERROR_TYPES, ErrorType
 from ..prompts.schemas import Verdict
 from .reasons import sub_score_reason
@@ -117,12 +118,8 @@ class SummaryEvaluation(BaseModel):
     error_types: dict[str, int] | None = None
     """The sentences path: unsupported sentences per FineSurE error category (every category,
     0 included); None on the claims paths (left out of the serialized form)."""
-    density: float | None = None
-    specificity: float | None = None
-    non_redundancy: float | None = None
-    coherence: float | None = None
-    conciseness: float | None = None
-    grounding: float | None = None
+    # here: one ``float | None`` field per registered dimension (``density``, ``specificity``,
+    # ...), in report order, added by _sync_dimension_fields below
     dimension_evidence: DimensionEvidence = Field(default_factory=DimensionEvidence)
     """Per text-quality dimension: its score, the reason (or why it is None), the raw evidence.
     A dimension switched off by the ``dimensions`` option has no entry (None)."""
@@ -183,3 +180,13 @@ class SummaryEvaluation(BaseModel):
             "error": self.error,
             "signature": self.signature,
         }
+
+
+def _sync_dimension_fields() -> None:
+    """A ``float | None`` field per registered dimension, after ``error_types`` (and the
+    rebuilt evidence model under ``dimension_evidence``)."""
+    sync_fields(SummaryEvaluation, score_fields(), after="error_types")
+
+
+_sync_dimension_fields()
+on_change(_sync_dimension_fields)

@@ -1,0 +1,222 @@
+"""Each text-quality dimension described once: its :class:`DimensionSpec`.
+
+A dimension's module declares one spec: its name and what it needs (the :class:`SubScore`
+fields: a judge, a spaCy parse, sentence embeddings), its evidence model, its options with their
+defaults, its score function, the evidence it reports when it cannot be computed, and its part of
+the signature. :mod:`shared.dimensions.registry` registers the specs in report order. Everything
+else is derived from the registered specs: the sub-score list (:mod:`shared.core.subscores`),
+the ``DimensionEvidence`` and ``SummaryEvaluation`` fields, the dimension settings and the
+signature (:mod:`shared.dimensions.compute`), the options' declaration and the CLI's flags
+(:mod:`shared.evaluation.options`, :mod:`shared.cli.flags`), and both adapters' metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from ..core.checks import Check
+from ..core.subscores import (
+    SUB_SCORES,
+    SubScore,
+    on_change,
+    register_sub_score,
+    sub_score,
+    unregister_sub_score,
+)
+from .evidence import DIMENSIONS, DimensionEvidence, DimensionResult
+
+if TYPE_CHECKING:
+    from ..prompts import StyleReview
+    from .compute import DimensionSettings, SummaryAnalysis
+    from .items import SourceIndex
+    from .nlp import TextAnalysis
+
+
+@dataclass(frozen=True)
+class DimensionOption:
+    """One option of a dimension: a keyword of every entry point, a field of the options'
+    declaration, a ``--flag`` of the CLI, a parameter of the adapters' metrics."""
+
+    name: str
+    default: Any
+    check: Check
+    """``check(name, value) -> value``, raising an error whose message starts with ``name``
+    (:mod:`shared.core.checks`)."""
+    help: str
+    """One line of help (the CLI's flag shows it)."""
+    annotation: Any = "Any"
+    """The type the typed surfaces show (a string, as the options' annotations are)."""
+
+
+@dataclass(frozen=True)
+class DimensionInput:
+    """What a score function reads for one summary."""
+
+    settings: DimensionSettings
+    source: str
+    summary: str
+    analysis: SummaryAnalysis
+    review: StyleReview | None
+    """The judge's style review (vague sentences, repeated points), if one answered."""
+    judge_problem: str | None
+    """"" when no judge was given, why the style call failed, or None (``review`` is there, or
+    no call was needed)."""
+    source_index: SourceIndex | None = None
+    """Grounding's index of the source, when the caller shares one across its summaries."""
+
+    @property
+    def text(self) -> TextAnalysis | None:
+        """The summary's spaCy analysis (None: no dimension asked for one)."""
+        return self.analysis.text
+
+    @property
+    def problem(self) -> str | None:
+        """Why the summary has no usable analysis (None: it has one)."""
+        text = self.analysis.text
+        if text is None:
+            return "the summary was not analysed"
+        return text.error or None
+
+
+def _default_unavailable(
+    spec: DimensionSpec, settings: DimensionSettings, source: str, reason: str
+) -> DimensionResult:
+    return spec.evidence(reason=reason)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DimensionSpec(SubScore):
+    """A text-quality dimension, declared once in its own module (a :class:`SubScore` with
+    ``dimension=True``, plus what computing and reporting it takes)."""
+
+    dimension: bool = True
+    evidence: type[DimensionResult]
+    """Its evidence model (a :class:`~shared.dimensions.evidence.DimensionResult`): the
+    ``dimension_evidence.<name>`` of a result."""
+    score: Callable[[DimensionInput], DimensionResult]
+    """Its evidence for one summary; never raises for odd text (None with the reason)."""
+    options: tuple[DimensionOption, ...] = ()
+    unavailable: Callable[[DimensionSettings, str, str], DimensionResult] | None = None
+    """``unavailable(settings, source, reason)``: its evidence when it cannot be computed (an
+    empty summary); default ``evidence(reason=reason)``."""
+    signature: Callable[[DimensionSettings], str] | None = None
+    """Its part of the result's signature (e.g. ``dens:0.15/0.05``), for what changes its value;
+    None: it has none."""
+    metric_doc: str = ""
+    """The docstring of its DeepEval metric (``Summary<Name>Metric``); default the
+    description."""
+
+    def __post_init__(self) -> None:
+        if not self.dimension:
+            raise ValueError(f"a DimensionSpec is a dimension: {self.name!r}")
+
+    def not_computed(
+        self, settings: DimensionSettings, source: str, reason: str
+    ) -> DimensionResult:
+        """Its evidence with no value and ``reason``."""
+        if self.unavailable is not None:
+            return self.unavailable(settings, source, reason)
+        return _default_unavailable(self, settings, source, reason)
+
+
+# ---------------------------------------------------------------------------------------------
+# The registry: the dimensions are the core's sub-score list's dimension entries
+# ---------------------------------------------------------------------------------------------
+
+
+def register_dimension(spec: DimensionSpec) -> DimensionSpec:
+    """Register ``spec`` after the dimensions already registered (the report's order); its
+    options must not share a name with another option. Returns it."""
+    taken = {o.name for o in dimension_options()}
+    clash = sorted(taken & {o.name for o in spec.options})
+    if clash:
+        raise ValueError(f"{spec.name!r}: option(s) {', '.join(clash)} already declared")
+    register_sub_score(spec)
+    return spec
+
+
+def unregister_dimension(name: str) -> DimensionSpec:
+    """Take dimension ``name`` off the registry (what a test that registered one does)."""
+    spec = dimension_spec(name)
+    unregister_sub_score(name)
+    return spec
+
+
+def dimension_specs() -> tuple[DimensionSpec, ...]:
+    """The registered specs, in report order."""
+    return tuple(s for s in SUB_SCORES if isinstance(s, DimensionSpec))
+
+
+def dimension_spec(name: str) -> DimensionSpec:
+    """The spec of dimension ``name``; KeyError naming the dimensions otherwise."""
+    try:
+        entry = sub_score(name)
+    except KeyError:
+        entry = None
+    if not isinstance(entry, DimensionSpec):
+        raise KeyError(f"unknown dimension {name!r}; expected one of {', '.join(DIMENSIONS)}")
+    return entry
+
+
+def dimension_options() -> tuple[DimensionOption, ...]:
+    """Every registered dimension's options, in report order."""
+    return tuple(o for s in dimension_specs() for o in s.options)
+
+
+# ---------------------------------------------------------------------------------------------
+# Models with one field per dimension
+# ---------------------------------------------------------------------------------------------
+
+_OWN_FIELDS: dict[type[BaseModel], dict[str, FieldInfo]] = {}
+
+
+def sync_fields(
+    model: type[BaseModel], fields: Mapping[str, tuple[Any, Any]], after: str | None = None
+) -> None:
+    """Give ``model`` one field per entry of ``fields`` (name -> (annotation, default)) beside
+    its own, placed after its own field ``after`` (None: first), and rebuild it. Called again
+    with other ``fields``, it replaces those it added before."""
+    own = _OWN_FIELDS.setdefault(model, dict(model.model_fields))
+    names = list(own)
+    at = 0 if after is None else names.index(after) + 1
+    added = {name: FieldInfo.from_annotated_attribute(t, d) for name, (t, d) in fields.items()}
+    for name in added:
+        if name in own:
+            raise ValueError(f"{model.__name__} already has a field {name!r}")
+    ordered = {**dict(list(own.items())[:at]), **added, **dict(list(own.items())[at:])}
+    model.model_fields.clear()
+    model.model_fields.update(ordered)
+    model.model_rebuild(force=True)
+
+
+def score_fields() -> dict[str, tuple[Any, Any]]:
+    """One ``float | None`` field per dimension (a result's scores)."""
+    return {s.name: (float | None, None) for s in dimension_specs()}
+
+
+def _sync_evidence() -> None:
+    fields = {s.name: (s.evidence | None, None) for s in dimension_specs()}
+    sync_fields(DimensionEvidence, fields)
+
+
+on_change(_sync_evidence)
+
+
+__all__ = [
+    "DIMENSIONS",
+    "DimensionInput",
+    "DimensionOption",
+    "DimensionSpec",
+    "dimension_options",
+    "dimension_spec",
+    "dimension_specs",
+    "register_dimension",
+    "score_fields",
+    "sync_fields",
+    "unregister_dimension",
+]
