@@ -297,7 +297,7 @@ def test_pipeline_indexes_each_source_once_per_batch_and_shares_the_parse(
         return real_index(src)
 
     monkeypatch.setattr(batching, "index_source", counting_index)
-    monkeypatch.setattr(compute, "index_source", counting_index)
+    monkeypatch.setattr(g, "index_source", counting_index)  # a single row's own index
     analysed: list[int] = []
     real_analyse = nlp.analyse_texts
 
