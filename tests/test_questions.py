@@ -135,6 +135,24 @@ def test_a_source_changed_by_one_word_is_stale_and_regenerated(tmp_path: Path) -
     assert hashes[HARWICK] == source_hash(rows[0]["source"])  # replaced by the new text's
 
 
+def test_force_keeps_the_old_text_questions_another_row_still_has(tmp_path: Path) -> None:
+    # harwick-good's text changes, harwick-vague keeps the old one: the old text's questions
+    # (filed under harwick-good, a hand edit among them) still serve harwick-vague
+    frozen = tmp_path / "q.jsonl"
+    rows = [dict(row) for row in EXAMPLE_ROWS]
+    rows[0]["source"] = rows[0]["source"].replace("Tuesday", "Monday")
+    changed = write_jsonl(tmp_path / "changed.jsonl", rows)
+    with stub_server() as url:
+        assert run_cli("questions", EXAMPLES, "-o", frozen, *judge_args(url, None))[0] == 0
+        _edit_second_question(frozen)
+        code, text = run_cli("questions", changed, "-o", frozen, "--force", *judge_args(url, None))
+        assert code == 0 and "1 generated, 3 kept" in text, text
+    on_file = read_questions(frozen)
+    old_text = on_file.get(EXAMPLE_ROWS[0]["source"])
+    assert old_text is not None and EDITED in [q.question for q in old_text]
+    assert on_file.get(rows[0]["source"])  # and the new text's, generated
+
+
 def test_sources_missing_from_the_file_are_generated_and_counted(tmp_path: Path) -> None:
     frozen, out = tmp_path / "q.jsonl", tmp_path / "res.jsonl"
     plain = tmp_path / "plain.jsonl"
