@@ -7,6 +7,7 @@ a change."""
 from __future__ import annotations
 
 import asyncio
+import csv
 import json
 import re
 from pathlib import Path
@@ -151,6 +152,29 @@ def test_force_keeps_the_old_text_questions_another_row_still_has(tmp_path: Path
     old_text = on_file.get(EXAMPLE_ROWS[0]["source"])
     assert old_text is not None and EDITED in [q.question for q in old_text]
     assert on_file.get(rows[0]["source"])  # and the new text's, generated
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_a_file_of_sources_alone_is_frozen(tmp_path: Path, suffix: str) -> None:
+    # questions are frozen before any summary exists: no summary column is needed
+    sources = tmp_path / f"sources.{suffix}"
+    rows = [{"id": row["id"], "source": row["source"]} for row in EXAMPLE_ROWS]
+    if suffix == "jsonl":
+        write_jsonl(sources, rows)
+    else:
+        with sources.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=["id", "source"])
+            writer.writeheader()
+            writer.writerows(rows)
+    frozen = tmp_path / "q.jsonl"
+    with stub_server() as url:
+        code, text = run_cli("questions", sources, "-o", frozen, *judge_args(url, None))
+    assert code == 0 and "3 generated, 0 kept" in text, text
+    assert {line["source_id"] for line in _lines(frozen)} == {
+        HARWICK,
+        "almendra-good",
+        "nordlicht-good",
+    }
 
 
 def test_sources_missing_from_the_file_are_generated_and_counted(tmp_path: Path) -> None:

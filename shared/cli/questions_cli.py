@@ -215,7 +215,10 @@ def _read_sources(
     """The distinct sources of SOURCES by hash: (the first id, the normalised text)."""
     try:
         rows = read_rows(
-            path, Columns(source=source_column, id=id_column), detect_format(path, fmt)
+            path,
+            Columns(source=source_column, id=id_column),
+            detect_format(path, fmt),
+            summaries=False,
         )
     except InputError as exc:
         raise _usage_error(str(exc)) from None
