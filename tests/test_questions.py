@@ -202,6 +202,23 @@ def test_sources_missing_from_the_file_are_generated_and_counted(tmp_path: Path)
     assert all("edited" not in q for q in _questions_of(plain_rows["almendra-good"]))
 
 
+@pytest.mark.parametrize("flag", ["-o", "--report"])
+def test_score_never_writes_over_its_questions_file(tmp_path: Path, flag: str) -> None:
+    frozen = tmp_path / "q.jsonl"
+    with stub_server() as url:
+        assert run_cli("questions", EXAMPLES, "-o", frozen, *judge_args(url, None))[0] == 0
+        _edit_second_question(frozen)
+        edited = frozen.read_bytes()
+        args = ["-o", tmp_path / "r.jsonl"] if flag == "--report" else []
+        before = url.count
+        code, text = run_cli(
+            "score", EXAMPLES, "--questions", frozen, flag, frozen, *args, *judge_args(url, None)
+        )
+        assert url.count == before  # refused before any judge call
+    assert code == 2 and "is an input file (--questions file)" in text, text
+    assert frozen.read_bytes() == edited
+
+
 class OneQuestionMoves(FakeJudge):
     """Writes the Harwick source's second question in other words and with another importance
     while ``moved`` is set; every other answer is the fake's own."""
