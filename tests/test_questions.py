@@ -219,6 +219,21 @@ def test_score_never_writes_over_its_questions_file(tmp_path: Path, flag: str) -
     assert frozen.read_bytes() == edited
 
 
+def test_the_questions_file_holds_no_known_secret(tmp_path: Path) -> None:
+    # the stub's reference answers are the source's sentences: one that quotes the API key
+    # reaches the questions file masked, as it reaches a results file
+    key = "key-7f3a9c2e51"
+    rows = [{"id": "leak", "source": f"The deploy used the token {key} on Monday. It failed."}]
+    sources, frozen = write_jsonl(tmp_path / "s.jsonl", rows), tmp_path / "q.jsonl"
+    with stub_server() as url:
+        code, text = run_cli(
+            "questions", sources, "-o", frozen, "--api-key", key, *judge_args(url, None)
+        )
+    assert code == 0, text
+    assert key not in frozen.read_text() and "***" in frozen.read_text()
+    assert key not in text
+
+
 class OneQuestionMoves(FakeJudge):
     """Writes the Harwick source's second question in other words and with another importance
     while ``moved`` is set; every other answer is the fake's own."""
