@@ -31,9 +31,13 @@ from shared.adapter_kit import (
     OPTION_NAMES,
     SUB_SCORE_NAMES,
     SUB_SCORES,
+    InconclusiveAs,
     SubScore,
+    Verdict,
+    check_inconclusive,
     on_change,
     option_fields,
+    row_verdict,
     run_sync,
     sub_score,
 )
@@ -72,6 +76,7 @@ class _SummaryMetricBase(BaseMetric):
         async_mode: bool = True,
         verbose_mode: bool = False,
         flaky: bool = False,
+        inconclusive: InconclusiveAs = "pass",
         **options: Any,
     ) -> None:
         # Every argument is stored under its own name: deepeval.evaluate() copies a metric per
@@ -103,6 +108,9 @@ class _SummaryMetricBase(BaseMetric):
         self.async_mode = async_mode
         self.verbose_mode = verbose_mode
         self.flaky = flaky
+        # samples=k > 1: what a case whose samples give no clear verdict counts as
+        self.inconclusive = check_inconclusive(inconclusive)
+        self.verdict: Verdict | None = None
         for attr, default in defaults.items():  # the core's options, as given
             setattr(self, attr, options.get(attr, default))
         questions = self.assessment_questions
@@ -189,11 +197,11 @@ class _SummaryMetricBase(BaseMetric):
     # -- result mapping ------------------------------------------------------------------------
 
     def _clear_result(self) -> None:
-        self.score = self.score_breakdown = self.reason = self.success = None
+        self.score = self.score_breakdown = self.reason = self.success = self.verdict = None
         self.error = self.evaluation_cost = self.verbose_logs = None
 
     def _record_failure(self, message: str, usage: CaseUsage) -> None:
-        self.score = None
+        self.score = self.verdict = None
         self.score_breakdown = None
         self.reason = None
         self.success = False
@@ -246,7 +254,10 @@ class _SummaryMetricBase(BaseMetric):
             {name: sd for name, sd in evaluation.spread_columns().items() if sd is not None}
         )
         self.score_breakdown.update(error_type_breakdown(evaluation))
-        self.reason = self._reason(evaluation) if self.include_reason else None
+        # samples=k > 1: pass, fail or inconclusive over the samples, which decides success
+        self.verdict = row_verdict(evaluation, self.threshold, self._score_key)
+        self.score_breakdown.update(verdict_breakdown(self.verdict))
+        self.reason = self._with_verdict(self._reason(evaluation)) if self.include_reason else None
         self.error = None
         self.evaluation_cost = usage.cost
         self.success = self.is_successful()
@@ -262,6 +273,45 @@ class _SummaryMetricBase(BaseMetric):
     def _reason(self, evaluation: SummaryEvaluation) -> str:
         return evaluation.reason
 
+    def _with_verdict(self, reason: str) -> str:
+        """``reason`` with, under its first line (the means over samples=k > 1), the verdict
+        and what an inconclusive one counts as."""
+        if self.verdict is None:
+            return reason
+        line = self.verdict.line()
+        if self.verdict.verdict == "inconclusive":
+            line += (
+                f" Counted as {'a pass' if self.inconclusive == 'pass' else 'a fail'} "
+                f"(inconclusive={self.inconclusive!r})."
+            )
+        head, _, rest = reason.partition("\n")
+        return "\n".join(part for part in (head, line, rest) if part)
+
+    def is_successful(self) -> bool | None:
+        """DeepEval's rule (score >= threshold; False on an error), except with samples=k > 1:
+        then the verdict over the samples decides, an inconclusive one counting as the
+        ``inconclusive`` option says (a pass by default). DeepEval reads this for each case's
+        ``success`` (``evaluate``, ``assert_test``, ``deepeval test run``)."""
+        if self.error is None and self.verdict is not None:
+            self.success = self.verdict.counts_as_pass(self.inconclusive)
+            return self.success
+        return super().is_successful()
+
+
+def verdict_breakdown(verdict: Verdict | None) -> dict[str, Any]:
+    """``score_breakdown``'s verdict entries with samples=k > 1: the share of samples that
+    reach the threshold (``pass_probability``), its 95 % Wilson interval
+    (``pass_probability_low``, ``pass_probability_high``) and ``verdict`` (``pass``, ``fail`` or
+    ``inconclusive``, the one text value); nothing for a single sample."""
+    if verdict is None:
+        return {}
+    return {
+        "pass_probability": verdict.pass_probability,
+        "pass_probability_low": verdict.low,
+        "pass_probability_high": verdict.high,
+        "verdict": verdict.verdict,
+    }
+
 
 ERROR_TYPE_PREFIX = "error_types."
 """The sentences path's counts in ``score_breakdown``: ``error_types.<category>``."""
@@ -272,7 +322,8 @@ def error_type_breakdown(evaluation: SummaryEvaluation) -> dict[str, int]:
     category, ``error_types.entity`` and so on (all seven, 0 included: the same keys for every
     case, the names ``pandas.json_normalize`` gives the results file's ``evidence.error_types``),
     each the number of the summary's unsupported sentences of that category, so every value of
-    the breakdown stays a number. Nothing on the claims paths (no categories there)."""
+    the breakdown but the verdict (:func:`verdict_breakdown`) stays a number. Nothing on the
+    claims paths (no categories there)."""
     counts = evaluation.error_types or {}
     return {f"{ERROR_TYPE_PREFIX}{name}": n for name, n in counts.items()}
 

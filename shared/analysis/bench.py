@@ -82,6 +82,7 @@ from .bench_data import (  # noqa: F401 (re-exported: the names this module had)
     _batches,
     _digest,
     _int,
+    checked_ratings,
     counted_http_client,
     labelled_items,
     summeval_items,
@@ -334,22 +335,7 @@ def bench(
             + (f", {summaries} summaries each" if summaries else ", all summaries")
         )
     items = list(items)
-    if not items:
-        raise ValueError("no rows to benchmark")
-    ids = [item.id for item in items]
-    if len(set(ids)) != len(ids):
-        raise ValueError("row ids must be unique")
-    if ratings is None:
-        ratings = sorted({r for item in items for r in item.labels})
-    ratings = list(ratings)
-    if not ratings:
-        raise ValueError(f"the rows carry no rating to correlate the metrics with. {RATING_HINT}")
-    short = unrated(items, ratings)
-    if short:  # before any judge call: a bench with nothing to correlate with is not worth one
-        raise ValueError(
-            f"the rating(s) {', '.join(map(repr, short))} are numbers in fewer than {MIN_GROUP} "
-            f"of the {len(items)} rows: nothing to correlate the metrics with. {RATING_HINT}"
-        )
+    ratings = checked_ratings(items, ratings)
     prices = resolve_prices(
         model, base_url, price_in=price_in, price_cached=price_cached, price_out=price_out
     )

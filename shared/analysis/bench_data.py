@@ -229,6 +229,29 @@ def unrated(items: Sequence[BenchItem], ratings: Sequence[str]) -> list[str]:
     return [r for r in ratings if sum(item.labels.get(r) is not None for item in items) < MIN_GROUP]
 
 
+def checked_ratings(items: list[BenchItem], ratings: Sequence[str] | None) -> list[str]:
+    """The ratings to correlate with (default: every label of the rows), each a number on
+    enough rows, and the rows some, with unique ids; checked before any judge call: a bench
+    with nothing to correlate with is not worth one."""
+    if not items:
+        raise ValueError("no rows to benchmark")
+    ids = [item.id for item in items]
+    if len(set(ids)) != len(ids):
+        raise ValueError("row ids must be unique")
+    if ratings is None:
+        ratings = sorted({r for item in items for r in item.labels})
+    ratings = list(ratings)
+    if not ratings:
+        raise ValueError(f"the rows carry no rating to correlate the metrics with. {RATING_HINT}")
+    short = unrated(items, ratings)
+    if short:
+        raise ValueError(
+            f"the rating(s) {', '.join(map(repr, short))} are numbers in fewer than {MIN_GROUP} "
+            f"of the {len(items)} rows: nothing to correlate the metrics with. {RATING_HINT}"
+        )
+    return ratings
+
+
 def _numbers(items: Sequence[BenchItem], rating: str) -> str:
     count = sum(item.labels.get(rating) is not None for item in items)
     return "no number in any" if not count else f"a number in only {count}"

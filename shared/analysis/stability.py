@@ -7,7 +7,10 @@ results file, ``evidence.sample_scores``) and their standard deviation per sub-s
 - :func:`stability` — per sub-score, the mean over rows of the per-row standard deviation (the
   typical run-to-run movement of one row), its largest value, and the rows counted;
 - :func:`flip_rate` — the share of rows whose pass/fail against a threshold is not the same in
-  every sample: the rows a single run could have put on either side.
+  every sample: the rows a single run could have put on either side;
+- :func:`row_verdict` — one row's pass, fail or inconclusive at a threshold, from the share of its
+  samples that pass and that share's 95 % Wilson interval (:mod:`shared.evaluation.verdict`);
+  :func:`with_verdicts` records it in each row's ``evidence.verdict``.
 
 Both take :class:`~shared.SummaryEvaluation` objects or results-file rows (dicts) alike, and
 skip rows without at least two sample values for the sub-score (single-sample results, unscored
@@ -25,6 +28,8 @@ from typing import Any
 from ..core.subscores import SUB_SCORE_NAMES
 from ..core.subscores import sub_score as _entry
 from ..evaluation.result import SummaryEvaluation
+from ..evaluation.verdict import Verdict, verdict
+from ..runs.results import STATUS_OK
 
 Result = SummaryEvaluation | Mapping[str, Any]
 """A result object, or a row of a results file written by the CLI."""
@@ -126,10 +131,45 @@ def flip_rate(results: Iterable[Result], threshold: float, sub_score: str = "sco
     return FlipRate(sub_score=sub_score, threshold=threshold, rows=counted, flipped=flipped)
 
 
+VERDICT_KEY = "verdict"
+"""The key of a row's verdict over its samples in a results row's ``evidence``."""
+
+
+def row_verdict(result: Result, threshold: float, sub_score: str = "score") -> Verdict | None:
+    """The verdict of one scored result over its samples of ``sub_score`` at ``threshold``;
+    None for a single-sample or unscored result (it passes or fails on its one value)."""
+    if isinstance(result, SummaryEvaluation):
+        scored = result.scored
+    else:
+        scored = result.get("status", STATUS_OK) == STATUS_OK
+    values = sample_values(result, sub_score) if scored else []
+    return verdict(values, threshold) if len(values) > 1 else None
+
+
+def with_verdicts(rows: list[dict[str, Any]], threshold: float | None) -> list[dict[str, Any]]:
+    """``rows`` (results-file rows, changed in place) with each multi-sample row's verdict at
+    ``threshold`` in ``evidence.verdict``, and any verdict recorded at another pass mark (a row
+    resumed from an earlier run) replaced or, without a threshold, removed. Rows of a single
+    sample are left as they are."""
+    for row in rows:
+        found = None if threshold is None else row_verdict(row, threshold)
+        evidence = row.get("evidence")
+        if not isinstance(evidence, dict):
+            continue
+        if found is not None:
+            evidence[VERDICT_KEY] = found.as_dict()
+        else:
+            evidence.pop(VERDICT_KEY, None)
+    return rows
+
+
 __all__ = [
+    "VERDICT_KEY",
     "FlipRate",
     "SubScoreStability",
     "flip_rate",
+    "row_verdict",
     "sample_values",
     "stability",
+    "with_verdicts",
 ]

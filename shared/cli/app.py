@@ -2,7 +2,9 @@
 
 Exit status of ``score``: 0 every row scored, 1 some rows failed (bad input or unscored; the
 summary line says how many), 2 usage error (bad option, unreadable input, judge misconfigured),
-130 interrupted (finished rows are kept; rerun the same command to resume).
+3 with ``--fail-under``: a row's verdict is FAIL, 4 with ``--fail-under``: none fails but a row's
+verdict over its judge samples is inconclusive, 130 interrupted (finished rows are kept; rerun
+the same command to resume).
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ from .common import (
     default_report,
     err,
     out,
+    pass_mark,
     run_report_info,
+    verdict_status,
 )
 from .coverage_map import sources_of
 from .engines import Engine, Job, LocalEngine
@@ -152,12 +156,7 @@ class ScoreFlags:
     ] = False
     flip_threshold: Annotated[
         float,
-        typer.Option(
-            min=0.0,
-            max=1.0,
-            callback=flags.finite,
-            help="With --samples k > 1: pass mark for the share of rows that flip.",
-        ),
+        flags.unit_share("With --samples k > 1: pass mark for the share of rows that flip."),
     ] = RUN_DEFAULTS.flip_threshold
     cache: Annotated[
         Path | None,
@@ -171,13 +170,21 @@ class ScoreFlags:
     worst: Annotated[int, typer.Option(min=0, help="Worst summaries shown in the report.")] = 10
     threshold: Annotated[
         float | None,
-        typer.Option(
-            min=0.0,
-            max=1.0,
-            callback=flags.finite,
-            help="Pass mark: the table and the report mark each row pass or FAIL (on the score; "
-            "without a judge, on the mean of the dimensions that track quality).",
+        flags.unit_share(
+            "Pass mark: the table and the report mark each row pass or FAIL (on the score; "
+            "without a judge, on the mean of the dimensions that track quality)."
         ),
+    ] = None
+    fail_under: Annotated[
+        float | None,
+        flags.unit_share(
+            "--threshold that sets the exit status: 3 if a row FAILs, 4 if none does but "
+            "a row is inconclusive over its judge samples (--samples k > 1)."
+        ),
+    ] = None
+    inconclusive: Annotated[
+        str | None,
+        typer.Option(help="With --fail-under: count an inconclusive row as pass or fail."),
     ] = None
     force: Annotated[
         bool,
@@ -230,9 +237,12 @@ def score(
     core = options_from_flags(option_flags, given)
     # retries and concurrency shape the judge wrapper built below, not the core's options
     retries, concurrency = core.pop("retries"), core.pop("concurrency")
+    threshold = pass_mark(args.threshold, args.fail_under, args.inconclusive)
     settings = RunSettings(
         timeout=args.timeout,
-        threshold=args.threshold,
+        threshold=threshold,
+        fail_under=args.fail_under,
+        inconclusive=args.inconclusive,
         flip_threshold=args.flip_threshold,
         actors=args.actors,
         concurrency=concurrency,
@@ -282,14 +292,15 @@ def score(
     skipped = _skipped(keys) if judge is None else []
     flips = args.flip_threshold if options.samples > 1 and judge is not None else None
     if report_path is not None:
-        info = run_report_info(input_path, output, judge_text, skipped, args.threshold, flips)
+        info = run_report_info(input_path, output, judge_text, skipped, threshold, flips)
         info.bill = bill
         sources = sources_of(plan.rows, all_rows)  # the results file holds no source
         write_report(report_path, all_rows, keys, info, worst=args.worst, sources=sources)
-    _print_table(all_rows, keys, args.threshold)
+    _print_table(all_rows, keys, threshold)
     if flips is not None:
         _print_stability(all_rows, keys, flips)
-    raise typer.Exit(_finish(all_rows, output, report_path, skipped))
+    status = _finish(all_rows, output, report_path, skipped)
+    raise typer.Exit(status or verdict_status(all_rows, args.fail_under, args.inconclusive))
 
 
 def _checked_options(

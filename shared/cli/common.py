@@ -30,12 +30,24 @@ from ..runs.results import (
 )
 from .judge_wait import InFlightJudge
 from .report import ReportInfo, stability_section
-from .table import SHORT_NAMES, error_type_lines, results_table
+from .table import (
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    SHORT_NAMES,
+    error_type_lines,
+    pass_text,
+    results_table,
+)
 from .terminal import _in_flags, literal, plain
 
 EXIT_OK = 0
 EXIT_ROWS_FAILED = 1
 EXIT_USAGE = 2
+EXIT_BELOW_PASS_MARK = 3
+"""``--fail-under``: a row's verdict is FAIL (or inconclusive, with ``--inconclusive fail``)."""
+EXIT_INCONCLUSIVE = 4
+"""``--fail-under``: no row fails, but a row's verdict over its judge samples is inconclusive."""
 EXIT_INTERRUPTED = 130
 
 ENABLE_HINT = (
@@ -320,6 +332,51 @@ def _print_stability(rows: list[Row], keys: list[str], threshold: float) -> None
     ]
     out.print(f"Spread over judge samples (mean sd per row): {'; '.join(parts)}.")
     out.print(f"Pass/fail flips: {section['flips']}.")
+
+
+def pass_mark(
+    threshold: float | None, fail_under: float | None, inconclusive: str | None
+) -> float | None:
+    """The run's one pass mark: ``--fail-under`` is ``--threshold`` that also sets the exit
+    status, so both at different values, or ``--inconclusive`` without ``--fail-under``, is a
+    usage error."""
+    if threshold is not None and fail_under is not None and threshold != fail_under:
+        raise _usage_error(
+            f"--threshold {threshold:g} and --fail-under {fail_under:g} disagree: --fail-under "
+            "is the pass mark of the table and report too; give one of them"
+        )
+    if inconclusive is not None and fail_under is None:
+        raise _usage_error("--inconclusive says how --fail-under counts a row; add --fail-under")
+    if inconclusive is not None:
+        from ..evaluation.verdict import check_inconclusive
+
+        try:
+            check_inconclusive(inconclusive)
+        except ValueError:
+            raise _usage_error(
+                f"--inconclusive must be pass or fail, got {inconclusive!r}"
+            ) from None
+    return fail_under if fail_under is not None else threshold
+
+
+def verdict_status(rows: list[Row], fail_under: float | None, inconclusive: str | None) -> int:
+    """``--fail-under``: the rows' verdicts in one line on stderr, and the exit status they give
+    (:data:`EXIT_OK` without ``--fail-under``)."""
+    if fail_under is None:
+        return EXIT_OK
+    verdicts = [pass_text(row, fail_under) for row in rows]
+    passed, failed, unsure = (verdicts.count(v) for v in (PASS, FAIL, INCONCLUSIVE))
+    line = f"--fail-under {fail_under:g}: {passed} pass, {failed} FAIL, {unsure} inconclusive"
+    if unsure and inconclusive is not None:
+        line += f" (counted as {inconclusive}: --inconclusive {inconclusive})"
+    status = EXIT_OK
+    if failed or (unsure and inconclusive == "fail"):
+        status = EXIT_BELOW_PASS_MARK
+    elif unsure and inconclusive is None:
+        status = EXIT_INCONCLUSIVE
+        line += " (exit status 4; --inconclusive pass or fail counts them as such)"
+    err.print(f"[bold red]{line}.[/]" if status else f"[bold green]{line}.[/]")
+    return status
 
 
 def _skipped(keys: list[str]) -> list[str]:

@@ -29,6 +29,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from ..analysis.stability import with_verdicts
 from ..evaluation.options import RunSettings, ScoreOptions
 from ..runs.inputs import Columns, InputRow, detect_format, read_rows
 from ..runs.results import (
@@ -199,7 +200,7 @@ class LocalEngine:
                 )
         finally:
             writer.close()
-        writer.rewrite(all_rows)
+        writer.rewrite(with_verdicts(all_rows, job.settings.threshold))
         return all_rows
 
 

@@ -48,6 +48,11 @@ def finite(value: float | None) -> float | None:
     return value
 
 
+def unit_share(help: str) -> Any:
+    """A flag that takes a finite number from 0 to 1 (a pass mark, a share)."""
+    return typer.Option(min=0.0, max=1.0, callback=finite, help=help)
+
+
 # ---------------------------------------------------------------------------------------------
 # The judge's and the prices' flags
 # ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..analysis.stability import with_verdicts
 from ..evaluation.options import RunSettings
 from ..runs.inputs import Columns, InputError, InputRow, detect_format, read_rows
 from ..runs.parquet import (
@@ -193,5 +194,5 @@ class RayEngine:
                 if started:
                     ray.shutdown()
         all_rows = [done[row.id] for row in plan.rows]
-        writer.rewrite(all_rows)
+        writer.rewrite(with_verdicts(all_rows, job.settings.threshold))
         return all_rows

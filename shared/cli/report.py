@@ -454,6 +454,7 @@ def render_report(
         error_types=error_types,
         passed=verdicts.count("pass"),
         failed_threshold=verdicts.count("FAIL"),
+        inconclusive=verdicts.count("inconclusive"),
         languages=by_language(measured, keys),
         stability=stability_section(ok, keys, info.flip_threshold),
         rank_basis=rank_basis(any(_is_number(r.get(HEADLINE)) for r in ok)),

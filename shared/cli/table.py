@@ -4,7 +4,9 @@ Every score column is as wide as its short name (the legend under the table spel
 out), so headers are never cut, even at 80 columns with every sub-score shown; the id column
 gets the room that is left, so ids are whole whenever the terminal is wide enough. With
 ``--threshold`` a ``pass`` column says whether the row's ranking value (the headline score, or
-offline the mean of the dimensions that track quality: :mod:`.ranking`) reaches it.
+offline the mean of the dimensions that track quality: :mod:`.ranking`) reaches it; a row scored
+with several judge samples gets its verdict over them (pass, FAIL or inconclusive:
+:func:`shared.analysis.stability.row_verdict`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import SUB_SCORES
+from ..analysis.stability import row_verdict
 from ..prompts.pointing import ERROR_TYPES
 from ..runs.results import STATUS_OK, Row
 from .ranking import rank_basis, rank_value
@@ -28,7 +31,7 @@ SHORT_NAMES = {s.name: s.short for s in SUB_SCORES if s.short != s.name}
 MIN_ID_WIDTH = 8
 """The id column never gets narrower than this (rich squeezes it further on a tiny terminal)."""
 
-PASS, FAIL = "pass", "FAIL"
+PASS, FAIL, INCONCLUSIVE = "pass", "FAIL", "inconclusive"
 
 
 def header(key: str) -> str:
@@ -44,6 +47,11 @@ def passes(row: Row, threshold: float) -> bool | None:
 
 
 def pass_text(row: Row, threshold: float) -> str:
+    """``pass``, ``FAIL``, ``inconclusive`` (several judge samples whose share of passes has
+    a 95 % interval around 0.5) or ``-`` (no value)."""
+    found = row_verdict(row, threshold)
+    if found is not None:
+        return {"pass": PASS, "fail": FAIL}.get(found.verdict, INCONCLUSIVE)
     verdict = passes(row, threshold)
     return "-" if verdict is None else (PASS if verdict else FAIL)
 
@@ -59,6 +67,8 @@ def legend(shown: Sequence[str], threshold: float | None, rows: Sequence[Row]) -
     if threshold is None:
         return names
     rule = f"pass: {threshold_basis(rows)} ≥ {threshold:g}"
+    if any(row_verdict(row, threshold) is not None for row in rows):
+        rule += " in a clear majority of judge samples (95% Wilson interval above 0.5)"
     return f"{names}; {rule}" if names else rule
 
 
@@ -79,8 +89,9 @@ def results_table(
     with_language = any(r.get("language") not in (None, "en") for r in rows)
     if with_language:
         fixed.append(max([len("lang"), *map(len, languages)]))
+    verdicts = [] if threshold is None else [pass_text(row, threshold) for row in rows]
     if threshold is not None:
-        fixed.append(len(PASS))
+        fixed.append(max([len(PASS), *map(len, verdicts)]))
     fixed += [max(len(header(k)), 4) for k in shown]
     gaps = len(fixed)  # one space between columns, none at the edges
     longest = max([len("id"), *map(len, ids)])
@@ -100,10 +111,12 @@ def results_table(
         table.add_column("pass", no_wrap=True)
     for key in shown:
         table.add_column(header(key), justify="right", min_width=4, no_wrap=True)
-    for row, status, row_id, lang in zip(rows, statuses, ids, languages, strict=True):
+    for i, (row, status, row_id, lang) in enumerate(
+        zip(rows, statuses, ids, languages, strict=True)
+    ):
         cells = [_cell(row.get(k)) for k in shown]
         style = "green" if status == STATUS_OK else "red"
-        verdict = [] if threshold is None else [_verdict_cell(row, threshold)]
+        verdict = [] if threshold is None else [_verdict_cell(verdicts[i])]
         language = [lang] if with_language else []
         table.add_row(
             Text(row_id), Text(status, style=style), *map(Text, language), *verdict, *cells
@@ -111,9 +124,13 @@ def results_table(
     return table
 
 
-def _verdict_cell(row: Row, threshold: float) -> str:
-    text = pass_text(row, threshold)
-    return {PASS: f"[green]{PASS}[/]", FAIL: f"[bold red]{FAIL}[/]"}.get(text, text)
+def _verdict_cell(text: str) -> str:
+    styled = {
+        PASS: f"[green]{PASS}[/]",
+        FAIL: f"[bold red]{FAIL}[/]",
+        INCONCLUSIVE: f"[yellow]{INCONCLUSIVE}[/]",
+    }
+    return styled.get(text, text)
 
 
 # ---------------------------------------------------------------------------------------------

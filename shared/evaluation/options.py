@@ -88,6 +88,11 @@ class RunSettings:
     """Seconds one judge call may take (raised to fit a slow server's speed when not given)."""
     threshold: float | None = None
     """Pass mark of the table and report (None: no pass/fail column)."""
+    fail_under: float | None = None
+    """Pass mark whose verdicts set the exit status (it is then the table's and report's too)."""
+    inconclusive: str | None = None
+    """With ``fail_under``: what an inconclusive verdict counts as, ``pass`` or ``fail`` (None:
+    its own exit status)."""
     flip_threshold: float = 0.5
     """With samples k > 1: pass mark for the share of rows that flip."""
     actors: int = 2

@@ -97,6 +97,26 @@ from .server import (  # noqa: F401 (re-exported: the names this module had)
 from .wrappers import JudgeFailed, JudgeOutputError
 
 
+def _client_args(base_url: str | None, api_key: str | None, timeout: float) -> dict[str, Any]:
+    """The arguments of the judge's own clients: the server and key given, else from the
+    environment (a local server needs no key)."""
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+    api_key = api_key or os.environ.get("OPENAI_API_KEY")
+    if api_key is None:
+        if base_url is None:
+            raise ValueError(
+                "no API key: pass api_key= (--api-key) or set OPENAI_API_KEY (or point "
+                "base_url / OPENAI_BASE_URL (--base-url) at a local OpenAI-compatible server)"
+            )
+        api_key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) ignore it
+    return {
+        "base_url": base_url,
+        "api_key": api_key,
+        "timeout": timeout,
+        "max_retries": 0,  # the judge retries within each call's deadline (_send)
+    }
+
+
 class OpenAIJudge:
     """``OpenAIJudge(model, base_url=..., api_key=...)``; unset arguments come from the
     environment: ``OPENAI_MODEL`` (else gpt-4o-mini), ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``.
@@ -159,22 +179,7 @@ class OpenAIJudge:
         ``--timeout`` is not given."""
         self._own_clients = client is None
         if client is None:
-            base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-            api_key = api_key or os.environ.get("OPENAI_API_KEY")
-            if api_key is None:
-                if base_url is None:
-                    raise ValueError(
-                        "no API key: pass api_key= (--api-key) or set OPENAI_API_KEY (or point "
-                        "base_url / OPENAI_BASE_URL (--base-url) at a local OpenAI-compatible "
-                        "server)"
-                    )
-                api_key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) ignore it
-            self._client_args = {
-                "base_url": base_url,
-                "api_key": api_key,
-                "timeout": timeout,
-                "max_retries": 0,  # the judge retries within each call's deadline (_send)
-            }
+            self._client_args = _client_args(base_url, api_key, timeout)
             client = AsyncOpenAI(**self._client_args)
         self.client = client
         # the judge retries within each call's deadline: a caller's client must not retry too

@@ -4,10 +4,13 @@ calls only these).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import string
 import unicodedata
 from collections.abc import Sequence
+from typing import TypedDict, Unpack
 
 from .language import language_block
 from .templates import (
@@ -108,6 +111,20 @@ def task_of(prompt: str) -> str | None:
     return match.group(1) if match else None
 
 
+class Languages(TypedDict, total=False):
+    """The languages every builder takes as keywords (``**langs: Unpack[Languages]``)."""
+
+    language: str | None
+    """The summary's: the reply's language."""
+    source_language: str | None
+    """The source's, where it differs: quotes stay in it."""
+
+
+@functools.lru_cache(maxsize=64)
+def _placeholders(template: str) -> frozenset[str]:
+    return frozenset(name for _, name, _, _ in string.Formatter().parse(template) if name)
+
+
 def render(
     task: str,
     *,
@@ -117,8 +134,12 @@ def render(
 ) -> str:
     """The prompt of ``task``; with a language that needs one (:func:`languages`), its language
     block follows the reply format, last, where a small model reads it just before answering.
-    Without, the text is exactly the English template's (its pinned hash holds)."""
+    Without, the text is exactly the English template's (its pinned hash holds). A field the
+    template has no place for is refused (a misspelt keyword of a builder lands here)."""
     template, _ = ALL_PROMPTS[task]
+    unknown = sorted(set(fields) - _placeholders(template))
+    if unknown:
+        raise TypeError(f"the {task} prompt takes no {', '.join(unknown)}")
     text = template.format(task_line=TASK_LINE.format(task=task), data_rule=_DATA_RULE, **fields)
     extra = language_block(task, language, source_language)
     return f"{text}\n{extra}\n" if extra else text
@@ -129,76 +150,44 @@ def render(
 # ---------------------------------------------------------------------------------------------
 
 
-def generate_questions_prompt(
-    source: str, n: int, *, language: str | None = None, source_language: str | None = None
-) -> str:
+def generate_questions_prompt(source: str, n: int, **langs: Unpack[Languages]) -> str:
     """Questions about ``source``, written in ``language`` (the summary's: the questions of one
     source are shared only among its summaries in one language)."""
-    return render(
-        "generate_questions",
-        n=n,
-        source_block=block("SOURCE", source),
-        language=language,
-        source_language=source_language,
-    )
+    return render("generate_questions", n=n, source_block=block("SOURCE", source), **langs)
 
 
 def answer_user_questions_prompt(
-    source: str,
-    questions: Sequence[str],
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
+    source: str, questions: Sequence[str], **langs: Unpack[Languages]
 ) -> str:
     return render(
         "answer_user_questions",
         source_block=block("SOURCE", source),
         questions_block=numbered_block("QUESTIONS", questions),
-        language=language,
-        source_language=source_language,
+        **langs,
     )
 
 
-def extract_claims_prompt(
-    summary: str, *, language: str | None = None, source_language: str | None = None
-) -> str:
-    return render(
-        "extract_claims",
-        summary_block=block("SUMMARY", summary),
-        language=language,
-        source_language=source_language,
-    )
+def extract_claims_prompt(summary: str, **langs: Unpack[Languages]) -> str:
+    return render("extract_claims", summary_block=block("SUMMARY", summary), **langs)
 
 
-def verify_claims_prompt(
-    source: str,
-    claims: Sequence[str],
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
-) -> str:
+def verify_claims_prompt(source: str, claims: Sequence[str], **langs: Unpack[Languages]) -> str:
     return render(
         "verify_claims",
         source_block=block("SOURCE", source),
         claims_block=numbered_block("CLAIMS", claims),
-        language=language,
-        source_language=source_language,
+        **langs,
     )
 
 
 def answer_from_summary_prompt(
-    summary: str,
-    questions: Sequence[str],
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
+    summary: str, questions: Sequence[str], **langs: Unpack[Languages]
 ) -> str:
     return render(
         "answer_from_summary",
         summary_block=block("SUMMARY", summary),
         questions_block=numbered_block("QUESTIONS", questions),
-        language=language,
-        source_language=source_language,
+        **langs,
     )
 
 
@@ -219,44 +208,21 @@ def read_grade_item(line: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in fields.items()}
 
 
-def grade_answers_prompt(
-    items: Sequence[tuple[str, str, str]],
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
-) -> str:
+def grade_answers_prompt(items: Sequence[tuple[str, str, str]], **langs: Unpack[Languages]) -> str:
     """``items``: (question, reference answer, candidate answer) triples, one JSON object each
     (:func:`grade_item`)."""
     lines = [grade_item(q, r, c) for q, r, c in items]
-    return render(
-        "grade_answers",
-        items_block=numbered_block("ITEMS", lines),
-        language=language,
-        source_language=source_language,
-    )
+    return render("grade_answers", items_block=numbered_block("ITEMS", lines), **langs)
 
 
-def review_style_prompt(
-    sentences: Sequence[str], *, language: str | None = None, source_language: str | None = None
-) -> str:
+def review_style_prompt(sentences: Sequence[str], **langs: Unpack[Languages]) -> str:
     """One call for both judged dimensions: vague sentences (specificity) and repeated points
     (non-redundancy); the sentences are spaCy's split, numbered from 1."""
-    return render(
-        "review_style",
-        sentences_block=numbered_block("SENTENCES", sentences),
-        language=language,
-        source_language=source_language,
-    )
+    return render("review_style", sentences_block=numbered_block("SENTENCES", sentences), **langs)
 
 
 def generate_questions_part_prompt(
-    part: str,
-    index: int,
-    parts: int,
-    n: int,
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
+    part: str, index: int, parts: int, n: int, **langs: Unpack[Languages]
 ) -> str:
     """Questions from part ``index`` (1-based) of ``parts`` of a long source."""
     return render(
@@ -265,8 +231,7 @@ def generate_questions_part_prompt(
         part=index,
         parts=parts,
         part_block=block("PART", part),
-        language=language,
-        source_language=source_language,
+        **langs,
     )
 
 
@@ -296,9 +261,7 @@ def verify_claims_excerpts_prompt(
     passages: Sequence[tuple[int, str]],
     claims: Sequence[str],
     last: int | None = None,
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
+    **langs: Unpack[Languages],
 ) -> str:
     """Claims against retrieved passages; ``last`` = the source's last passage position, so a
     trailing "[…]" shows that text follows."""
@@ -306,8 +269,7 @@ def verify_claims_excerpts_prompt(
         "verify_claims_excerpts",
         excerpts_block=block("EXCERPTS", _excerpts(passages, last)),
         claims_block=numbered_block("CLAIMS", claims),
-        language=language,
-        source_language=source_language,
+        **langs,
     )
 
 
@@ -315,16 +277,13 @@ def answer_user_questions_excerpts_prompt(
     passages: Sequence[tuple[int, str]],
     questions: Sequence[str],
     last: int | None = None,
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
+    **langs: Unpack[Languages],
 ) -> str:
     return render(
         "answer_user_questions_excerpts",
         excerpts_block=block("EXCERPTS", _excerpts(passages, last)),
         questions_block=numbered_block("QUESTIONS", questions),
-        language=language,
-        source_language=source_language,
+        **langs,
     )
 
 
@@ -340,68 +299,56 @@ def source_prefix(source: str) -> str:
     return f"{SOURCE_PREAMBLE}\n\n{block('SOURCE', source)}\n\n"
 
 
-def source_questions_prompt(
-    source: str, n: int, *, language: str | None = None, source_language: str | None = None
-) -> str:
+def source_questions_prompt(source: str, n: int, **langs: Unpack[Languages]) -> str:
     """The per-source call: ``n`` weighted questions with the source's answers."""
-    task = render("source_questions", n=n, language=language, source_language=source_language)
+    task = render("source_questions", n=n, **langs)
     return source_prefix(source) + task
 
 
 def source_reference_answers_prompt(
-    source: str,
-    questions: Sequence[str],
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
+    source: str, questions: Sequence[str], **langs: Unpack[Languages]
 ) -> str:
     """The per-source call with the user's questions: their reference answers."""
     task = render(
-        "source_reference_answers",
-        questions_block=numbered_block("QUESTIONS", questions),
-        language=language,
-        source_language=source_language,
+        "source_reference_answers", questions_block=numbered_block("QUESTIONS", questions), **langs
     )
     return source_prefix(source) + task
 
 
-def check_claims_prompt(
-    source: str, summary: str, *, language: str | None = None, source_language: str | None = None
-) -> str:
+def check_claims_prompt(source: str, summary: str, **langs: Unpack[Languages]) -> str:
     """The summary's claims extracted and each checked against the full source, in one reply."""
-    task = render(
-        "check_claims",
-        summary_block=block("SUMMARY", summary),
-        language=language,
-        source_language=source_language,
-    )
+    task = render("check_claims", summary_block=block("SUMMARY", summary), **langs)
     return source_prefix(source) + task
 
 
-def review_summary_prompt(
-    summary: str,
-    items: Sequence[tuple[str, str]],
-    sentences: Sequence[str] = (),
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
-) -> str:
-    """The summary-only call: ``items`` (question, reference answer) answered from the summary
-    and graded, and, with ``sentences`` (spaCy's split), the style review. Never the source."""
+def _question_items(items: Sequence[tuple[str, str]]) -> str:
+    """The ITEMS block of (question, reference answer) pairs, one JSON object a line (as
+    :func:`grade_item`, without a candidate)."""
     lines = [
         json.dumps(
             {"question": " ".join(q.split()), "reference": " ".join(r.split())}, ensure_ascii=False
         )
         for q, r in items
     ]
+    return numbered_block("ITEMS", lines)
+
+
+def review_summary_prompt(
+    summary: str,
+    items: Sequence[tuple[str, str]],
+    sentences: Sequence[str] = (),
+    **langs: Unpack[Languages],
+) -> str:
+    """The summary-only call: ``items`` (question, reference answer) answered from the summary
+    and graded, and, with ``sentences`` (spaCy's split), the style review. Never the source."""
     fields: dict[str, str] = {
         "summary_block": block("SUMMARY", summary),
-        "items_block": numbered_block("ITEMS", lines),
+        "items_block": _question_items(items),
     }
     if sentences:
         fields["sentences_block"] = numbered_block("SENTENCES", sentences)
     task = "review_summary" if sentences else "answer_and_grade"
-    return render(task, language=language, source_language=source_language, **fields)
+    return render(task, **langs, **fields)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -410,19 +357,12 @@ def review_summary_prompt(
 
 
 def check_sentences_prompt(
-    source: str,
-    sentences: Sequence[str],
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
+    source: str, sentences: Sequence[str], **langs: Unpack[Languages]
 ) -> str:
     """The sentence check: the summary's ``sentences`` (split offline), numbered, each judged
     against the full source; begins with :func:`source_prefix`."""
     task = render(
-        "check_sentences",
-        sentences_block=numbered_block("SENTENCES", sentences),
-        language=language,
-        source_language=source_language,
+        "check_sentences", sentences_block=numbered_block("SENTENCES", sentences), **langs
     )
     return source_prefix(source) + task
 
@@ -431,22 +371,13 @@ def pointed_review_prompt(
     sentences: Sequence[str],
     items: Sequence[tuple[str, str]],
     style: bool,
-    *,
-    language: str | None = None,
-    source_language: str | None = None,
+    **langs: Unpack[Languages],
 ) -> str:
     """The pointed review: ``items`` (question, reference answer) graded by pointing at the
     numbered ``sentences`` of the summary, and with ``style`` the style review of the same
     sentences. Never the source."""
     fields: dict[str, str] = {"sentences_block": numbered_block("SENTENCES", sentences)}
     if items:
-        lines = [
-            json.dumps(
-                {"question": " ".join(q.split()), "reference": " ".join(r.split())},
-                ensure_ascii=False,
-            )
-            for q, r in items
-        ]
-        fields["items_block"] = numbered_block("ITEMS", lines)
+        fields["items_block"] = _question_items(items)
     task = ("pointed_review" if style else "point_and_grade") if items else "pointed_style"
-    return render(task, language=language, source_language=source_language, **fields)
+    return render(task, **langs, **fields)
