@@ -234,6 +234,25 @@ def test_the_questions_file_holds_no_known_secret(tmp_path: Path) -> None:
     assert key not in text
 
 
+def test_a_questions_file_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    # editors on Windows save UTF-8 with a BOM: the hand-edited file still serves, and resumes
+    frozen, out = tmp_path / "q.jsonl", tmp_path / "res.jsonl"
+    rows = [dict(row) for row in EXAMPLE_ROWS]
+    for row in rows:
+        row["source"] = row["source"].replace("Tuesday", "Monday")
+    changed = write_jsonl(tmp_path / "changed.jsonl", rows)
+    with stub_server() as url:
+        assert run_cli("questions", EXAMPLES, "-o", frozen, *judge_args(url, None))[0] == 0
+        _edit_second_question(frozen)
+        frozen.write_bytes(b"\xef\xbb\xbf" + frozen.read_bytes())
+        code, text = _score(url, None, EXAMPLES, "--questions", frozen, "-o", out)
+        assert code == 0 and "3 of 3 sources use the frozen questions" in text, text
+        code, text = run_cli("questions", changed, "-o", frozen, "--force", *judge_args(url, None))
+        assert code == 0 and "1 generated, 2 kept" in text, text
+    assert EDITED in [q["question"] for q in _questions_of(read_results(out)[0])]
+    assert len(read_questions(frozen).hashes) == 3
+
+
 class OneQuestionMoves(FakeJudge):
     """Writes the Harwick source's second question in other words and with another importance
     while ``moved`` is set; every other answer is the fake's own."""

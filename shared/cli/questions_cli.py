@@ -305,7 +305,7 @@ def _drop(target: Path, hashes: set[str]) -> None:
     """Rewrite ``target`` without the lines of the source hashes ``hashes`` (every other line
     byte for byte). By hash, not id: an id's old text may still be another row's source, whose
     questions (hand edits included) are kept."""
-    lines = target.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines = target.read_text(encoding="utf-8-sig").splitlines(keepends=True)
     keep = [
         line for line in lines if not line.strip() or json.loads(line)["source_hash"] not in hashes
     ]

@@ -215,7 +215,7 @@ def read_questions(path: str | os.PathLike[str]) -> FrozenQuestions:
     """A questions file read and checked; :class:`QuestionsFileError` names the first bad line."""
     where = os.fspath(path)
     try:
-        text = Path(where).read_text(encoding="utf-8")
+        text = Path(where).read_text(encoding="utf-8-sig")  # a BOM some editors write
     except (OSError, UnicodeDecodeError) as exc:
         raise QuestionsFileError(f"cannot read the questions file {where}: {exc}") from None
     items = []
