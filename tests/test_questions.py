@@ -323,6 +323,24 @@ def test_drift_tells_a_rewording_from_a_new_and_a_gone_question() -> None:
     assert drift.unchanged == 0 and drift.changed
 
 
+def test_drift_pairs_sources_by_text_when_their_ids_shift() -> None:
+    # rows without ids are numbered: a source dropped from the input renumbers the rest, and
+    # each remaining source must still meet its own old questions, not its old number's
+    def q(source_id: str, key: str, text: str) -> FrozenQuestion:
+        return FrozenQuestion(source_id, key, text, "answer", 3)
+
+    old = FrozenQuestions(
+        (q("1", "h1", "Who won the vote?"), q("2", "h2", "What does the plan cost?"))
+    )
+    new = FrozenQuestions((q("1", "h2", "What does the plan cost?"),))
+    (drift,) = question_drift(old, new)
+    assert not drift.changed and not drift.text_changed and drift.unchanged == 1
+    # a text the old file lacks still pairs with its id's old questions
+    edited = FrozenQuestions((q("2", "h3", "What does the plan cost?"),))
+    (drift,) = question_drift(old, edited)
+    assert drift.text_changed and drift.old_hash == "h2" and drift.unchanged == 1
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
