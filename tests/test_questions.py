@@ -7,6 +7,7 @@ a change."""
 from __future__ import annotations
 
 import asyncio
+import csv
 import json
 import re
 from pathlib import Path
@@ -135,6 +136,47 @@ def test_a_source_changed_by_one_word_is_stale_and_regenerated(tmp_path: Path) -
     assert hashes[HARWICK] == source_hash(rows[0]["source"])  # replaced by the new text's
 
 
+def test_force_keeps_the_old_text_questions_another_row_still_has(tmp_path: Path) -> None:
+    # harwick-good's text changes, harwick-vague keeps the old one: the old text's questions
+    # (filed under harwick-good, a hand edit among them) still serve harwick-vague
+    frozen = tmp_path / "q.jsonl"
+    rows = [dict(row) for row in EXAMPLE_ROWS]
+    rows[0]["source"] = rows[0]["source"].replace("Tuesday", "Monday")
+    changed = write_jsonl(tmp_path / "changed.jsonl", rows)
+    with stub_server() as url:
+        assert run_cli("questions", EXAMPLES, "-o", frozen, *judge_args(url, None))[0] == 0
+        _edit_second_question(frozen)
+        code, text = run_cli("questions", changed, "-o", frozen, "--force", *judge_args(url, None))
+        assert code == 0 and "1 generated, 3 kept" in text, text
+    on_file = read_questions(frozen)
+    old_text = on_file.get(EXAMPLE_ROWS[0]["source"])
+    assert old_text is not None and EDITED in [q.question for q in old_text]
+    assert on_file.get(rows[0]["source"])  # and the new text's, generated
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_a_file_of_sources_alone_is_frozen(tmp_path: Path, suffix: str) -> None:
+    # questions are frozen before any summary exists: no summary column is needed
+    sources = tmp_path / f"sources.{suffix}"
+    rows = [{"id": row["id"], "source": row["source"]} for row in EXAMPLE_ROWS]
+    if suffix == "jsonl":
+        write_jsonl(sources, rows)
+    else:
+        with sources.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=["id", "source"])
+            writer.writeheader()
+            writer.writerows(rows)
+    frozen = tmp_path / "q.jsonl"
+    with stub_server() as url:
+        code, text = run_cli("questions", sources, "-o", frozen, *judge_args(url, None))
+    assert code == 0 and "3 generated, 0 kept" in text, text
+    assert {line["source_id"] for line in _lines(frozen)} == {
+        HARWICK,
+        "almendra-good",
+        "nordlicht-good",
+    }
+
+
 def test_sources_missing_from_the_file_are_generated_and_counted(tmp_path: Path) -> None:
     frozen, out = tmp_path / "q.jsonl", tmp_path / "res.jsonl"
     plain = tmp_path / "plain.jsonl"
@@ -158,6 +200,57 @@ def test_sources_missing_from_the_file_are_generated_and_counted(tmp_path: Path)
         "questions" not in plain_rows[HARWICK]["evidence"]["run"]
     )
     assert all("edited" not in q for q in _questions_of(plain_rows["almendra-good"]))
+
+
+@pytest.mark.parametrize("flag", ["-o", "--report"])
+def test_score_never_writes_over_its_questions_file(tmp_path: Path, flag: str) -> None:
+    frozen = tmp_path / "q.jsonl"
+    with stub_server() as url:
+        assert run_cli("questions", EXAMPLES, "-o", frozen, *judge_args(url, None))[0] == 0
+        _edit_second_question(frozen)
+        edited = frozen.read_bytes()
+        args = ["-o", tmp_path / "r.jsonl"] if flag == "--report" else []
+        before = url.count
+        code, text = run_cli(
+            "score", EXAMPLES, "--questions", frozen, flag, frozen, *args, *judge_args(url, None)
+        )
+        assert url.count == before  # refused before any judge call
+    assert code == 2 and "is an input file (--questions file)" in text, text
+    assert frozen.read_bytes() == edited
+
+
+def test_the_questions_file_holds_no_known_secret(tmp_path: Path) -> None:
+    # the stub's reference answers are the source's sentences: one that quotes the API key
+    # reaches the questions file masked, as it reaches a results file
+    key = "key-7f3a9c2e51"
+    rows = [{"id": "leak", "source": f"The deploy used the token {key} on Monday. It failed."}]
+    sources, frozen = write_jsonl(tmp_path / "s.jsonl", rows), tmp_path / "q.jsonl"
+    with stub_server() as url:
+        code, text = run_cli(
+            "questions", sources, "-o", frozen, "--api-key", key, *judge_args(url, None)
+        )
+    assert code == 0, text
+    assert key not in frozen.read_text() and "***" in frozen.read_text()
+    assert key not in text
+
+
+def test_a_questions_file_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    # editors on Windows save UTF-8 with a BOM: the hand-edited file still serves, and resumes
+    frozen, out = tmp_path / "q.jsonl", tmp_path / "res.jsonl"
+    rows = [dict(row) for row in EXAMPLE_ROWS]
+    for row in rows:
+        row["source"] = row["source"].replace("Tuesday", "Monday")
+    changed = write_jsonl(tmp_path / "changed.jsonl", rows)
+    with stub_server() as url:
+        assert run_cli("questions", EXAMPLES, "-o", frozen, *judge_args(url, None))[0] == 0
+        _edit_second_question(frozen)
+        frozen.write_bytes(b"\xef\xbb\xbf" + frozen.read_bytes())
+        code, text = _score(url, None, EXAMPLES, "--questions", frozen, "-o", out)
+        assert code == 0 and "3 of 3 sources use the frozen questions" in text, text
+        code, text = run_cli("questions", changed, "-o", frozen, "--force", *judge_args(url, None))
+        assert code == 0 and "1 generated, 2 kept" in text, text
+    assert EDITED in [q["question"] for q in _questions_of(read_results(out)[0])]
+    assert len(read_questions(frozen).hashes) == 3
 
 
 class OneQuestionMoves(FakeJudge):
@@ -228,6 +321,24 @@ def test_drift_tells_a_rewording_from_a_new_and_a_gone_question() -> None:
     assert [n["question"] for n in drift.new] == ["How many cyclists were injured?"]
     assert [(c.question, c.old, c.new) for c in drift.importance] == [("Who objected?", 4, 2)]
     assert drift.unchanged == 0 and drift.changed
+
+
+def test_drift_pairs_sources_by_text_when_their_ids_shift() -> None:
+    # rows without ids are numbered: a source dropped from the input renumbers the rest, and
+    # each remaining source must still meet its own old questions, not its old number's
+    def q(source_id: str, key: str, text: str) -> FrozenQuestion:
+        return FrozenQuestion(source_id, key, text, "answer", 3)
+
+    old = FrozenQuestions(
+        (q("1", "h1", "Who won the vote?"), q("2", "h2", "What does the plan cost?"))
+    )
+    new = FrozenQuestions((q("1", "h2", "What does the plan cost?"),))
+    (drift,) = question_drift(old, new)
+    assert not drift.changed and not drift.text_changed and drift.unchanged == 1
+    # a text the old file lacks still pairs with its id's old questions
+    edited = FrozenQuestions((q("2", "h3", "What does the plan cost?"),))
+    (drift,) = question_drift(old, edited)
+    assert drift.text_changed and drift.old_hash == "h2" and drift.unchanged == 1
 
 
 @pytest.mark.parametrize(

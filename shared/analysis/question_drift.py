@@ -1,9 +1,10 @@
 """Question drift: what changed between two frozen question sets of the same sources
 (``summary-eval questions --against old.jsonl``; docs/QUESTIONS.md, "Drift").
 
-Sources are paired by id (by source hash for an id the old file lacks). Within a source, the
-questions are paired in two passes: first those whose texts are the same once lowercased with
-punctuation and spacing ignored (unchanged, or only their importance or reference answer moved);
+Sources are paired by text (source hash), a source whose text the old file lacks by id. Within a
+source, the questions are paired in two passes: first those whose texts are the same once
+lowercased with punctuation and spacing ignored (unchanged, or only their importance or reference
+answer moved);
 then, among the rest, the most alike pairs whose word-level similarity (:func:`similarity`) is at
 least :data:`REWORDED` are rewordings. What is left is new (only in the new set) or gone (only in
 the old one). So "Who paid?" -> "Who paid the 11 million euros?" is a rewording, while a question
@@ -83,6 +84,11 @@ def _brief(q: FrozenQuestion) -> dict[str, Any]:
 
 
 def _old_block(old: FrozenQuestions, source_id: str, key: str) -> tuple[FrozenQuestion, ...]:
+    """The old questions of the same text wherever they are filed (ids shift: the rows of a
+    file without ids are numbered), else those of the same id (its text changed)."""
+    same_text = old.of_hash(key)
+    if same_text:
+        return same_text
     hashes = old.ids().get(source_id)
     if hashes:
         chosen = key if key in hashes else sorted(hashes)[-1]

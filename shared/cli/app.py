@@ -249,7 +249,7 @@ def score(
     )
     options = _checked_options(core, engine_, settings, retries=retries)
     cache_path = None if args.no_cache else (args.cache or default_cache_path())
-    _check_paths(input_path, output, report_path, None if args.no_judge else cache_path)
+    _check_paths(input_path, output, report_path, None if args.no_judge else cache_path, options)
     judge, judge_text, recipe = build_judge(
         model=args.model,
         base_url=args.base_url,
@@ -317,11 +317,22 @@ def _checked_options(
     return options
 
 
-def _check_paths(input_path: Path, output: Path, report: Path | None, cache: Path | None) -> None:
-    """No output of the run is the input, another output, or a folder."""
+def _check_paths(
+    input_path: Path,
+    output: Path,
+    report: Path | None,
+    cache: Path | None,
+    options: ScoreOptions,
+) -> None:
+    """No output of the run is the input, the frozen questions file, another output, or a
+    folder."""
+    frozen = options.questions_file
+    inputs = {"--questions file": Path(frozen.path)} if frozen and frozen.path else {}
     try:
         check_run_paths(
-            input_path, {"results file": output, "report": report, "judge cache": cache}
+            input_path,
+            {"results file": output, "report": report, "judge cache": cache},
+            inputs=inputs,
         )
     except PathProblem as exc:
         raise _usage_error(str(exc)) from None

@@ -215,7 +215,10 @@ def _read_sources(
     """The distinct sources of SOURCES by hash: (the first id, the normalised text)."""
     try:
         rows = read_rows(
-            path, Columns(source=source_column, id=id_column), detect_format(path, fmt)
+            path,
+            Columns(source=source_column, id=id_column),
+            detect_format(path, fmt),
+            summaries=False,
         )
     except InputError as exc:
         raise _usage_error(str(exc)) from None
@@ -272,14 +275,17 @@ def _resume(
         raise _usage_error(f"{exc}; it is not resumed or rewritten: fix it, or choose -o") from None
     kept, stale = {}, {}
     ids = existing.ids()
+    replaced: set[str] = set()  # the source hashes whose lines --force removes
     for key, (source_id, _) in sources.items():
         held = existing.of_hash(key)
         if held and all(q.judge == judge for q in held):
             kept[key] = held
         elif held:
             stale[source_id] = f"frozen by {held[0].judge}"
+            replaced.add(key)
         elif source_id in ids:
             stale[source_id] = "its text changed"
+            replaced |= ids[source_id] - set(sources)  # an old text no source has any more
     if stale and not force:
         listed = "; ".join(f"{i} ({why})" for i, why in stale.items())
         raise _usage_error(
@@ -289,19 +295,19 @@ def _resume(
         )
     if stale:
         err.print(f"--force: generating the questions of {len(stale)} source(s) again.")
-        _drop(target, {q.source_id for q in existing.items if q.source_id in stale})
+        _drop(target, replaced)
     if kept:
         err.print(f"Resuming: {len(kept)} of {len(sources)} sources already in {literal(target)}.")
     return kept
 
 
-def _drop(target: Path, source_ids: set[str]) -> None:
-    """Rewrite ``target`` without the lines of ``source_ids`` (every other line byte for byte)."""
-    lines = target.read_text(encoding="utf-8").splitlines(keepends=True)
+def _drop(target: Path, hashes: set[str]) -> None:
+    """Rewrite ``target`` without the lines of the source hashes ``hashes`` (every other line
+    byte for byte). By hash, not id: an id's old text may still be another row's source, whose
+    questions (hand edits included) are kept."""
+    lines = target.read_text(encoding="utf-8-sig").splitlines(keepends=True)
     keep = [
-        line
-        for line in lines
-        if not line.strip() or json.loads(line)["source_id"] not in source_ids
+        line for line in lines if not line.strip() or json.loads(line)["source_hash"] not in hashes
     ]
     handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     with os.fdopen(handle, "w", encoding="utf-8") as file:

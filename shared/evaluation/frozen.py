@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.redact import safe_record
 from .result import QuestionEvidence
 
 FIELDS = (
@@ -62,7 +63,10 @@ class FrozenQuestion:
     edited: bool = False
 
     def as_json(self) -> str:
-        return json.dumps({name: getattr(self, name) for name in FIELDS}, ensure_ascii=False)
+        """The line as a questions file holds it: no known secret in it (a judge may quote
+        one from the source), the judge named as a results file names it."""
+        record = safe_record({name: getattr(self, name) for name in FIELDS})
+        return json.dumps(record, ensure_ascii=False)
 
     def evidence(self) -> QuestionEvidence:
         return QuestionEvidence(
@@ -211,7 +215,7 @@ def read_questions(path: str | os.PathLike[str]) -> FrozenQuestions:
     """A questions file read and checked; :class:`QuestionsFileError` names the first bad line."""
     where = os.fspath(path)
     try:
-        text = Path(where).read_text(encoding="utf-8")
+        text = Path(where).read_text(encoding="utf-8-sig")  # a BOM some editors write
     except (OSError, UnicodeDecodeError) as exc:
         raise QuestionsFileError(f"cannot read the questions file {where}: {exc}") from None
     items = []

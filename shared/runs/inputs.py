@@ -114,13 +114,17 @@ def detect_format(path: Path, given: str | None = None) -> InputFormat:
     return fmt
 
 
-def read_rows(path: Path, columns: Columns, fmt: InputFormat) -> list[InputRow]:
-    """All rows of the file, in order, with duplicate ids turned into bad rows."""
+def read_rows(
+    path: Path, columns: Columns, fmt: InputFormat, *, summaries: bool = True
+) -> list[InputRow]:
+    """All rows of the file, in order, with duplicate ids turned into bad rows. ``summaries``
+    False: a file of sources alone is read (no summary column needed)."""
     if not path.is_file():
         raise InputError(f"input file not found: {path}")
-    records = list(_jsonl_records(path) if fmt == "jsonl" else _csv_records(path, columns))
+    required = _needed(columns, summaries)
+    records = list(_jsonl_records(path) if fmt == "jsonl" else _csv_records(path, required))
     objects = [record for _, record in records if isinstance(record, dict)]
-    for needed, option in ((columns.source, "source"), (columns.summary, "summary")):
+    for needed, option in required:
         if objects and not any(needed in record for record in objects):  # as a CSV header
             found = sorted({key for record in objects for key in record})
             raise InputError(
@@ -174,7 +178,15 @@ def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
             yield number, record
 
 
-def _csv_records(path: Path, columns: Columns) -> Iterator[tuple[int, dict[str, Any] | str]]:
+def _needed(columns: Columns, summaries: bool) -> list[tuple[str, str]]:
+    """The (column, option) pairs a file must have."""
+    needed = [(columns.source, "source")]
+    return [*needed, (columns.summary, "summary")] if summaries else needed
+
+
+def _csv_records(
+    path: Path, needed: list[tuple[str, str]]
+) -> Iterator[tuple[int, dict[str, Any] | str]]:
     allow_large_csv_fields()
     with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
         reader = csv.DictReader(handle)
@@ -185,10 +197,10 @@ def _csv_records(path: Path, columns: Columns) -> Iterator[tuple[int, dict[str, 
                 f"{path.name} repeats the column(s) {', '.join(map(repr, repeated))} in its "
                 "header; give every column its own name"
             )
-        for needed, option in ((columns.source, "source"), (columns.summary, "summary")):
-            if needed not in header:
+        for column, option in needed:
+            if column not in header:
                 raise InputError(
-                    f"{path.name} has no {needed!r} column (columns: {', '.join(header) or 'none'})"
+                    f"{path.name} has no {column!r} column (columns: {', '.join(header) or 'none'})"
                     f"; map yours with --{option}-column NAME"
                 )
         for number, record in enumerate(reader, start=1):
