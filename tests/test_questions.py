@@ -125,6 +125,8 @@ def test_a_source_changed_by_one_word_is_stale_and_regenerated(tmp_path: Path) -
         assert frozen.read_bytes() == frozen_bytes
         code, text = run_cli("questions", changed, "-o", frozen, "--force", *judge_args(url, None))
         assert code == 0 and "1 generated, 2 kept" in text, text
+        # rewritten whole, the file stays readable like one the command appended to
+        assert frozen.stat().st_mode & 0o777 == 0o644
     results = {row["id"]: row for row in read_results(out)}
     assert results[HARWICK]["evidence"]["run"]["questions"]["stale"] == [HARWICK]
     for row_id in ("harwick-good", "harwick-vague"):

@@ -9,7 +9,6 @@ rerun to resume).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,6 +29,7 @@ from ..analysis.bench import (
     labelled_items,
 )
 from ..analysis.comparison import DEFAULT_RESAMPLES
+from ..core.files import write_json
 from ..core.redact import safe_record
 from ..evaluation.options import RUN_DEFAULTS
 from ..judge.server import DEFAULT_MODEL
@@ -254,11 +254,7 @@ def _write_outputs(result: BenchResult, report_path: Path, json_path: Path | Non
     write_bench_report(report_path, result)
     err.print(f"Report: {report_path}")
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        payload = safe_record(result.to_dict())  # no secret in the file
-        json_path.write_text(
-            json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
+        write_json(json_path, safe_record(result.to_dict()))  # no secret in the file
         err.print(f"JSON: {json_path}")
 
 

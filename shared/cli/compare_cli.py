@@ -8,12 +8,11 @@ Exit status of ``compare``: 0 done (and every ``--fail-if-worse`` gate passed), 
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich import box
@@ -31,6 +30,7 @@ from ..analysis.comparison import (
     Gate,
     format_p,
 )
+from ..core.files import write_json
 from ..core.redact import command_line
 from .common import _usage_error, read_results_file
 from .compare_facts import print_facts, render_facts_html
@@ -52,11 +52,6 @@ def _check_outputs(inputs: dict[str, Path], outputs: dict[str, Path | None]) -> 
         check_distinct(inputs, outputs)
     except PathProblem as exc:
         raise _usage_error(str(exc)) from None
-
-
-def _write_json(path: Path, payload: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _num(value: float | None, signed: bool = False) -> str:
@@ -158,7 +153,7 @@ def compare_command(
     command = command_line(sys.argv[1:])
     if json_path is not None:
         payload = {"a": str(results_a), "b": str(results_b), **result.to_dict(rows=True)}
-        _write_json(json_path, payload)
+        write_json(json_path, payload)
         err.print(f"JSON:   {literal(json_path)}")
     if output is not None:
         info = CompareInfo(str(results_a), str(results_b), command=command)
@@ -454,7 +449,7 @@ def agree_command(
         raise _usage_error(str(exc)) from None
     _print_agreement(found)
     if json_path is not None:
-        _write_json(json_path, {"results": str(results), "labels": str(labels), **found.to_dict()})
+        write_json(json_path, {"results": str(results), "labels": str(labels), **found.to_dict()})
         err.print(f"JSON: {literal(json_path)}")
     raise typer.Exit(EXIT_OK)
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,17 +18,23 @@ from rich.text import Text
 
 from ..analysis.question_drift import SourceDrift, question_drift
 from ..core.bridge import run_sync
+from ..core.files import replacing, write_json
 from ..evaluation.frozen import (
     FrozenQuestion,
     FrozenQuestions,
     QuestionsFileError,
     frozen_use,
     read_questions,
-    source_hash,
 )
 from ..evaluation.options import RUN_DEFAULTS, ScoreOptions, normalise_source
 from ..pipeline.compose import failure_text
-from ..pipeline.freeze import afreeze_source, judge_name, prepared_judge, today
+from ..pipeline.freeze import (
+    afreeze_source,
+    distinct_sources,
+    judge_name,
+    prepared_judge,
+    today,
+)
 from ..runs.inputs import Columns, InputError, InputRow, detect_format, read_rows
 from . import flags
 from .common import (
@@ -198,9 +202,7 @@ def questions_command(
         drifts = question_drift(old, current)
         print_drift(drifts, str(against))
         if json_path is not None:
-            json_path.write_text(
-                json.dumps([d.as_dict() for d in drifts], indent=2, ensure_ascii=False) + "\n"
-            )
+            write_json(json_path, [d.as_dict() for d in drifts])
             err.print(f"Drift JSON: {literal(json_path)}")
     raise typer.Exit(EXIT_ROWS_FAILED if failed else EXIT_OK)
 
@@ -228,10 +230,7 @@ def _read_sources(
         err.print(f"[yellow]Skipped {skipped} row(s) without a usable source.[/]")
     if not found:
         raise _usage_error(f"no row of {path} has a source to ask questions about")
-    sources: dict[str, tuple[str, str]] = {}
-    for row_id, text in found:
-        sources.setdefault(source_hash(text), (row_id, text))
-    return sources
+    return distinct_sources(dict(found))
 
 
 def _read_against(
@@ -309,10 +308,8 @@ def _drop(target: Path, hashes: set[str]) -> None:
     keep = [
         line for line in lines if not line.strip() or json.loads(line)["source_hash"] not in hashes
     ]
-    handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    with os.fdopen(handle, "w", encoding="utf-8") as file:
+    with replacing(target) as file:
         file.writelines(keep)
-    os.replace(temp, target)
 
 
 async def _generate(

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, TextIO
 
 NO_SPACE = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
 """The errors of a full disk (or a full quota)."""
@@ -25,6 +29,31 @@ def naming(path: str | Path) -> Iterator[None]:
         if exc.filename is None and exc.errno is not None:
             raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
         raise
+
+
+@contextlib.contextmanager
+def replacing(path: Path, *, newline: str | None = None) -> Iterator[TextIO]:
+    """A UTF-8 text file written beside ``path`` and moved over it when the block ends: an error
+    (a full disk) leaves ``path`` as it was, removes the temporary file and names ``path``. The
+    new file is readable like any other (``mkstemp`` makes it private)."""
+    with naming(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as handle:
+                yield handle
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+
+def write_json(path: Path, payload: Any) -> None:
+    """``payload`` as indented UTF-8 JSON in ``path`` (its folder made), the error naming it."""
+    with naming(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def is_disk_full(exc: BaseException) -> bool:

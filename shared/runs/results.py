@@ -15,18 +15,15 @@ over the k judge samples); the samples' own values are in ``evidence.sample_scor
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import math
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any, Literal
 
 from ..core import bounded_json
-from ..core.files import naming
+from ..core.files import naming, replacing
 from ..core.redact import safe_record
 from ..core.subscores import JUDGE_ONLY, SUB_SCORE_NAMES
 from ..evaluation.result import NO_JUDGE, SummaryEvaluation
@@ -335,20 +332,12 @@ class ResultsWriter:
 
     def _rewrite(self, rows: Iterable[Row]) -> None:
         self.close()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                writer = self._csv_writer(handle) if self.format == "csv" else None
-                if writer is not None:
-                    writer.writeheader()
-                for row in rows:
-                    self._write_one(handle, writer, row)
-            os.chmod(tmp, 0o644)  # mkstemp makes it private; a results file is not
-            os.replace(tmp, self.path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+        with replacing(self.path, newline="") as handle:
+            writer = self._csv_writer(handle) if self.format == "csv" else None
+            if writer is not None:
+                writer.writeheader()
+            for row in rows:
+                self._write_one(handle, writer, row)
 
     def open_for_append(self) -> None:
         if not self.path.exists():
