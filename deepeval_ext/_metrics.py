@@ -466,10 +466,6 @@ OPTION_PARAMETERS: dict[str, str] = _option_parameters()
 """Each core option and the constructor parameter that takes it (DeepEval's own name for the
 questions, as in its ``SummarizationMetric``)."""
 
-_OPTION_DEFAULTS: dict[str, Any] = _option_defaults()
-"""Each option parameter's default: the core's, or None for "not given" (the questions, and
-the dimensions: a sub-score metric computes only its own unless they are given)."""
-
 
 _BASE_SIGNATURE = inspect.signature(_SummaryMetricBase.__init__)
 

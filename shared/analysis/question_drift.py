@@ -91,9 +91,9 @@ def _old_block(old: FrozenQuestions, source_id: str, key: str) -> tuple[FrozenQu
         return same_text
     hashes = old.ids().get(source_id)
     if hashes:
-        chosen = key if key in hashes else sorted(hashes)[-1]
+        chosen = sorted(hashes)[-1]
         return tuple(q for q in old.of_hash(chosen) if q.source_id == source_id)
-    return old.of_hash(key)
+    return ()
 
 
 def source_drift(

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..evaluation.options import normalise_source
 from ..pipeline.chunking import sentence_spans
 from ..pipeline.retrieval import BM25, terms
 from ..runs.inputs import InputRow
@@ -60,8 +61,10 @@ def sources_of(inputs: Iterable[InputRow], rows: Iterable[Row]) -> dict[str, str
         given = by_id.get(str(row.get("id")))
         if given is None or given.input_hash != row.get("input_hash"):
             continue
-        source = given.source
-        out[given.id] = source if isinstance(source, str) else "\n\n".join(map(str, source or []))
+        try:
+            out[given.id] = normalise_source(given.source)  # the text the row was scored on
+        except (TypeError, ValueError):
+            continue  # bad input: nothing was scored against it
     return out
 
 

@@ -177,8 +177,8 @@ def plan_run(
         sig, accepted = run_sig, run_accepted
         if row.error is None and (row.questions or options.questions_file is not None):
             try:
-                sig = expected_signature(judge, row_options(options, row))
-                accepted = accepted_signatures(judge, row_options(options, row))
+                own = row_options(options, row)
+                sig, accepted = expected_signature(judge, own), accepted_signatures(judge, own)
             except (TypeError, ValueError) as exc:
                 row.error = f"questions: {exc}"
         plan.signatures[row.id] = sig
