@@ -30,6 +30,7 @@ import numpy as np
 from ..core import bounded_json
 from . import stats
 from .comparison import DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES, Results, load_rows
+from .lookup import find
 
 STATISTICS = ("spearman", "kendall", "pearson")
 MIN_GROUP = 3
@@ -102,10 +103,10 @@ class Agreement:
         return asdict(self)
 
     def get(self, metric: str, label: str | None = None) -> PairAgreement:
-        for pair in self.pairs:
-            if pair.metric == metric and (label is None or pair.label == label):
-                return pair
-        raise KeyError(f"no pair for {metric!r}")
+        def matches(pair: PairAgreement) -> bool:
+            return pair.metric == metric and (label is None or pair.label == label)
+
+        return find(self.pairs, matches, f"no pair for {metric!r}")
 
 
 # ---------------------------------------------------------------------------------------------

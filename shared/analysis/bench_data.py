@@ -20,6 +20,7 @@ from typing import Any
 from ..core.redact import register_secret, safe_record, url_secrets
 from ..evaluation.options import DEFAULT_TIMEOUT
 from .agreement import Estimate, _label_id, label_value, parse_mapping, read_labels
+from .lookup import find
 
 METRICS = ("ours", "ours-two-call", "deepeval", "ragas")
 """The metrics :func:`bench` knows, in the order they are run and shown: ours in both reply
@@ -511,7 +512,4 @@ class BenchResult:
         return asdict(self)
 
     def metric(self, name: str) -> MetricReport:
-        for report in self.metrics:
-            if report.name == name:
-                return report
-        raise KeyError(name)
+        return find(self.metrics, lambda report: report.name == name, name)

@@ -24,6 +24,7 @@ from ..core.subscores import SUB_SCORE_NAMES
 from ..evaluation.result import NO_JUDGE, SummaryEvaluation
 from . import stats
 from .factdiff import FactDiff, fact_diff
+from .lookup import find
 
 DEFAULT_RESAMPLES = 1_000
 DEFAULT_TRIALS = 10_000
@@ -125,10 +126,8 @@ class Comparison:
     answers worse and the unsupported sentences or claims only B has."""
 
     def get(self, name: str) -> SubScoreComparison:
-        for sub in self.sub_scores:
-            if sub.name == name:
-                return sub
-        raise KeyError(f"no sub-score {name!r} (have: {', '.join(self.names)})")
+        missing = f"no sub-score {name!r} (have: {', '.join(self.names)})"
+        return find(self.sub_scores, lambda sub: sub.name == name, missing)
 
     @property
     def names(self) -> list[str]:
