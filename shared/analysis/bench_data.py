@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..core.redact import register_secret, safe_record, url_secrets
 from ..evaluation.options import DEFAULT_TIMEOUT
@@ -363,6 +363,16 @@ def counted_http_client(counter: UsageCounter, timeout: float) -> Any:
         timeout=timeout,
         event_hooks={"response": [on_response]},
     )
+
+
+class JudgeOptions(TypedDict, total=False):
+    """The keywords of :class:`JudgeConfig` beside its model and base URL (what
+    :func:`~shared.analysis.bench.bench` passes on)."""
+
+    api_key: str | None
+    timeout: float
+    max_retries: int
+    max_tokens: int | None
 
 
 @dataclass
