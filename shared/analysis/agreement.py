@@ -45,7 +45,8 @@ _WORDS = {"true": 1.0, "yes": 1.0, "pass": 1.0, "false": 0.0, "no": 0.0, "fail":
 
 @dataclass
 class Estimate:
-    """A correlation, its bootstrap interval, and the units it was computed over."""
+    """A correlation (or a difference of two), its bootstrap interval, and the units it was
+    computed over."""
 
     value: float | None
     low: float | None = None

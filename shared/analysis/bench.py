@@ -533,7 +533,7 @@ def paired_difference(
     ]
     rows = [r for r in rows if r[1] is not None and r[2] is not None and r[3] is not None]
     rng = np.random.default_rng(seed)
-    result = PairedDifference(first=a.name, second=b.name, rating=rating, difference=None)
+    result = PairedDifference(first=a.name, second=b.name, rating=rating, value=None)
     if not rows:
         return result
     if any(item.group is not None for item, *_ in rows):
@@ -569,7 +569,7 @@ def paired_difference(
         boot = np.asarray(stats.spearman(m[idx, 0], m[idx, 2])) - np.asarray(
             stats.spearman(m[idx, 1], m[idx, 2])
         )
-    result.difference = stats.rounded(value)
+    result.value = stats.rounded(value)
     low, high = stats.percentile_interval(boot, level)
     if math.isfinite(low):
         result.low, result.high = stats.rounded(low), stats.rounded(high)

@@ -487,17 +487,27 @@ class MetricReport:
 
 
 @dataclass
-class PairedDifference:
-    """``first`` minus ``second`` summary-level Spearman for one rating, on the groups (rows,
-    when pooled) both scored, with a bootstrap interval over groups (rows)."""
+class _Pairing:
+    """Which two metrics a :class:`PairedDifference` compares, on which rating."""
 
     first: str
     second: str
     rating: str
-    difference: float | None
-    low: float | None = None
-    high: float | None = None
-    units: int = 0
+
+
+@dataclass
+class PairedDifference(Estimate, _Pairing):
+    """``first`` minus ``second`` summary-level Spearman for one rating, on the groups (rows,
+    when pooled) both scored, with a bootstrap interval over groups (rows): an
+    :class:`Estimate` whose value is the difference (``difference`` in the JSON)."""
+
+    @property
+    def difference(self) -> float | None:
+        return self.value
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields in their order, the value named ``difference``."""
+        return {("difference" if k == "value" else k): v for k, v in asdict(self).items()}
 
 
 @dataclass
@@ -519,7 +529,7 @@ class BenchResult:
     """The people's ratings per row id (for the scatter plots)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "comparisons": [c.to_dict() for c in self.comparisons]}
 
     def metric(self, name: str) -> MetricReport:
         return find(self.metrics, lambda report: report.name == name, name)
