@@ -29,7 +29,15 @@ import numpy as np
 
 from ..core import bounded_json
 from . import stats
-from .comparison import DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES, Results, load_rows
+from .comparison import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    MAX_RESAMPLES,
+    IdJoin,
+    Results,
+    join_ids,
+    load_rows,
+)
 from .lookup import find
 
 STATISTICS = ("spearman", "kendall", "pearson")
@@ -90,9 +98,8 @@ class Agreement:
     """Everything :func:`agreement` found; :meth:`to_dict` is what ``--json`` writes."""
 
     pairs: list[PairAgreement]
-    joined: int
-    results_only: list[str]
-    labels_only: list[str]
+    join: IdJoin
+    """The results' ids joined with the labels' (:func:`~shared.analysis.comparison.join_ids`)."""
     resamples: int
     seed: int | None
     level: float
@@ -100,8 +107,19 @@ class Agreement:
     system_column: str | None
     threshold: float
 
+    # the join under the names the JSON and the callers read
+    joined = property(lambda self: len(self.join.both), doc="Rows joined by id.")
+    results_only = property(lambda self: self.join.only_first)
+    labels_only = property(lambda self: self.join.only_second)
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields in their order, the join written out as the count ``joined`` and the ids
+        ``results_only`` and ``labels_only``."""
+        fields = asdict(self)
+        del fields["join"]
+        pairs = fields.pop("pairs")
+        one_side = {"results_only": self.results_only, "labels_only": self.labels_only}
+        return {"pairs": pairs, "joined": self.joined, **one_side, **fields}
 
     def get(self, metric: str, label: str | None = None) -> PairAgreement:
         def matches(pair: PairAgreement) -> bool:
@@ -251,7 +269,8 @@ def agreement(
     for column in (group_column, system_column):
         if column and not any(column in r for r in (*label_rows.values(), *result_rows.values())):
             raise ValueError(f"neither the labels nor the results have a column {column!r}")
-    ids = [i for i in result_rows if i in label_rows]
+    join = join_ids(result_rows, label_rows)
+    ids = join.both
     if not ids:
         raise ValueError(
             f"the results and the labels share no id: nothing to agree with (ids are joined on "
@@ -300,9 +319,7 @@ def agreement(
         out.append(pair)
     return Agreement(
         pairs=out,
-        joined=len(ids),
-        results_only=[i for i in result_rows if i not in label_rows],
-        labels_only=[i for i in label_rows if i not in result_rows],
+        join=join,
         resamples=resamples,
         seed=seed,
         level=level,
