@@ -29,7 +29,16 @@ import numpy as np
 
 from ..core import bounded_json
 from . import stats
-from .comparison import DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES, Results, load_rows
+from .comparison import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    MAX_RESAMPLES,
+    IdJoin,
+    Results,
+    join_ids,
+    load_rows,
+)
+from .lookup import find
 
 STATISTICS = ("spearman", "kendall", "pearson")
 MIN_GROUP = 3
@@ -44,7 +53,8 @@ _WORDS = {"true": 1.0, "yes": 1.0, "pass": 1.0, "false": 0.0, "no": 0.0, "fail":
 
 @dataclass
 class Estimate:
-    """A correlation, its bootstrap interval, and the units it was computed over."""
+    """A correlation (or a difference of two), its bootstrap interval, and the units it was
+    computed over."""
 
     value: float | None
     low: float | None = None
@@ -88,9 +98,8 @@ class Agreement:
     """Everything :func:`agreement` found; :meth:`to_dict` is what ``--json`` writes."""
 
     pairs: list[PairAgreement]
-    joined: int
-    results_only: list[str]
-    labels_only: list[str]
+    join: IdJoin
+    """The results' ids joined with the labels' (:func:`~shared.analysis.comparison.join_ids`)."""
     resamples: int
     seed: int | None
     level: float
@@ -98,14 +107,25 @@ class Agreement:
     system_column: str | None
     threshold: float
 
+    # the join under the names the JSON and the callers read
+    joined = property(lambda self: len(self.join.both), doc="Rows joined by id.")
+    results_only = property(lambda self: self.join.only_first)
+    labels_only = property(lambda self: self.join.only_second)
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields in their order, the join written out as the count ``joined`` and the ids
+        ``results_only`` and ``labels_only``."""
+        fields = asdict(self)
+        del fields["join"]
+        pairs = fields.pop("pairs")
+        one_side = {"results_only": self.results_only, "labels_only": self.labels_only}
+        return {"pairs": pairs, "joined": self.joined, **one_side, **fields}
 
     def get(self, metric: str, label: str | None = None) -> PairAgreement:
-        for pair in self.pairs:
-            if pair.metric == metric and (label is None or pair.label == label):
-                return pair
-        raise KeyError(f"no pair for {metric!r}")
+        def matches(pair: PairAgreement) -> bool:
+            return pair.metric == metric and (label is None or pair.label == label)
+
+        return find(self.pairs, matches, f"no pair for {metric!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,7 +269,8 @@ def agreement(
     for column in (group_column, system_column):
         if column and not any(column in r for r in (*label_rows.values(), *result_rows.values())):
             raise ValueError(f"neither the labels nor the results have a column {column!r}")
-    ids = [i for i in result_rows if i in label_rows]
+    join = join_ids(result_rows, label_rows)
+    ids = join.both
     if not ids:
         raise ValueError(
             f"the results and the labels share no id: nothing to agree with (ids are joined on "
@@ -298,9 +319,7 @@ def agreement(
         out.append(pair)
     return Agreement(
         pairs=out,
-        joined=len(ids),
-        results_only=[i for i in result_rows if i not in label_rows],
-        labels_only=[i for i in label_rows if i not in result_rows],
+        join=join,
         resamples=resamples,
         seed=seed,
         level=level,

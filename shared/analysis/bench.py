@@ -47,13 +47,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
 from ..core.pricing import Prices, resolve_prices
 from ..core.redact import redact_url
-from ..evaluation.options import DEFAULT_TIMEOUT
 from . import stats
 from .agreement import agreement
 from .bench_data import (  # noqa: F401 (re-exported: the names this module had)
@@ -72,6 +71,7 @@ from .bench_data import (  # noqa: F401 (re-exported: the names this module had)
     BenchResult,
     Estimate,
     JudgeConfig,
+    JudgeOptions,
     LabelledData,
     MetricReport,
     PairedDifference,
@@ -285,7 +285,6 @@ def bench(
     *,
     model: str,
     base_url: str | None = None,
-    api_key: str | None = None,
     metrics: Sequence[str] = METRICS,
     items: Sequence[BenchItem] | None = None,
     ratings: Sequence[str] | None = None,
@@ -299,13 +298,11 @@ def bench(
     price_in: float | None = None,
     price_cached: float | None = None,
     price_out: float | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-    max_retries: int = 2,
-    max_tokens: int | None = None,
     runners: Mapping[str, Runner] | None = None,
     notes: Sequence[str] = (),
     data_name: str | None = None,
     on_metric: Callable[[str, str], None] | None = None,
+    **judge_options: Unpack[JudgeOptions],
 ) -> BenchResult:
     """Score ``items`` (default: :func:`summeval_items` with ``articles``, ``seed``,
     ``summaries``) with every metric of ``metrics`` on one judge, and report each metric's
@@ -313,7 +310,8 @@ def bench(
 
     A metric that is not installed, crashes, or whose judge fails every call is reported with
     its reason; the other metrics still run. ``runners`` adds or replaces metrics (name ->
-    :data:`Runner`). ``on_metric(name, message)`` hears progress.
+    :data:`Runner`). ``on_metric(name, message)`` hears progress. ``judge_options`` (``api_key``,
+    ``timeout``, ``max_retries``, ``max_tokens``) go to the judge's :class:`JudgeConfig` as given.
     """
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
@@ -339,14 +337,7 @@ def bench(
     prices = resolve_prices(
         model, base_url, price_in=price_in, price_cached=price_cached, price_out=price_out
     )
-    judge = JudgeConfig(
-        model=model,
-        base_url=base_url,
-        api_key=api_key,
-        timeout=timeout,
-        max_retries=max_retries,
-        max_tokens=max_tokens,
-    )
+    judge = JudgeConfig(model=model, base_url=base_url, **judge_options)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     reports = []
@@ -542,7 +533,7 @@ def paired_difference(
     ]
     rows = [r for r in rows if r[1] is not None and r[2] is not None and r[3] is not None]
     rng = np.random.default_rng(seed)
-    result = PairedDifference(first=a.name, second=b.name, rating=rating, difference=None)
+    result = PairedDifference(first=a.name, second=b.name, rating=rating, value=None)
     if not rows:
         return result
     if any(item.group is not None for item, *_ in rows):
@@ -578,7 +569,7 @@ def paired_difference(
         boot = np.asarray(stats.spearman(m[idx, 0], m[idx, 2])) - np.asarray(
             stats.spearman(m[idx, 1], m[idx, 2])
         )
-    result.difference = stats.rounded(value)
+    result.value = stats.rounded(value)
     low, high = stats.percentile_interval(boot, level)
     if math.isfinite(low):
         result.low, result.high = stats.rounded(low), stats.rounded(high)

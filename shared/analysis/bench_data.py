@@ -15,11 +15,12 @@ import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..core.redact import register_secret, safe_record, url_secrets
 from ..evaluation.options import DEFAULT_TIMEOUT
 from .agreement import Estimate, _label_id, label_value, parse_mapping, read_labels
+from .lookup import find
 
 METRICS = ("ours", "ours-two-call", "deepeval", "ragas")
 """The metrics :func:`bench` knows, in the order they are run and shown: ours in both reply
@@ -364,6 +365,16 @@ def counted_http_client(counter: UsageCounter, timeout: float) -> Any:
     )
 
 
+class JudgeOptions(TypedDict, total=False):
+    """The keywords of :class:`JudgeConfig` beside its model and base URL (what
+    :func:`~shared.analysis.bench.bench` passes on)."""
+
+    api_key: str | None
+    timeout: float
+    max_retries: int
+    max_tokens: int | None
+
+
 @dataclass
 class JudgeConfig:
     """The one judge every metric is pointed at."""
@@ -476,17 +487,27 @@ class MetricReport:
 
 
 @dataclass
-class PairedDifference:
-    """``first`` minus ``second`` summary-level Spearman for one rating, on the groups (rows,
-    when pooled) both scored, with a bootstrap interval over groups (rows)."""
+class _Pairing:
+    """Which two metrics a :class:`PairedDifference` compares, on which rating."""
 
     first: str
     second: str
     rating: str
-    difference: float | None
-    low: float | None = None
-    high: float | None = None
-    units: int = 0
+
+
+@dataclass
+class PairedDifference(Estimate, _Pairing):
+    """``first`` minus ``second`` summary-level Spearman for one rating, on the groups (rows,
+    when pooled) both scored, with a bootstrap interval over groups (rows): an
+    :class:`Estimate` whose value is the difference (``difference`` in the JSON)."""
+
+    @property
+    def difference(self) -> float | None:
+        return self.value
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields in their order, the value named ``difference``."""
+        return {("difference" if k == "value" else k): v for k, v in asdict(self).items()}
 
 
 @dataclass
@@ -508,10 +529,7 @@ class BenchResult:
     """The people's ratings per row id (for the scatter plots)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "comparisons": [c.to_dict() for c in self.comparisons]}
 
     def metric(self, name: str) -> MetricReport:
-        for report in self.metrics:
-            if report.name == name:
-                return report
-        raise KeyError(name)
+        return find(self.metrics, lambda report: report.name == name, name)

@@ -24,6 +24,7 @@ from ..core.subscores import SUB_SCORE_NAMES
 from ..evaluation.result import NO_JUDGE, SummaryEvaluation
 from . import stats
 from .factdiff import FactDiff, fact_diff
+from .lookup import find
 
 DEFAULT_RESAMPLES = 1_000
 DEFAULT_TRIALS = 10_000
@@ -46,6 +47,25 @@ Results = (
     | Sequence[SummaryEvaluation]
     | Mapping[str, SummaryEvaluation]
 )
+
+
+@dataclass
+class IdJoin:
+    """Two inputs joined by id: the ids both hold, in the first's order, and the ids each holds
+    alone, in its own order (:func:`join_ids`)."""
+
+    both: list[str]
+    only_first: list[str]
+    only_second: list[str]
+
+
+def join_ids(first: Mapping[str, Any], second: Mapping[str, Any]) -> IdJoin:
+    """The join of two inputs' rows keyed by id (what ``compare`` and ``agreement`` pair on)."""
+    return IdJoin(
+        both=[i for i in first if i in second],
+        only_first=[i for i in first if i not in second],
+        only_second=[i for i in second if i not in first],
+    )
 
 
 class UnpairedError(ValueError):
@@ -109,10 +129,9 @@ class RowDelta:
 class Comparison:
     """Everything :func:`compare` found; :meth:`to_dict` is what ``--json`` writes."""
 
+    join: IdJoin
+    """The paired ids (A's order) and the ids only A or only B holds."""
     sub_scores: list[SubScoreComparison]
-    paired: int
-    only_a: list[str]
-    only_b: list[str]
     resamples: int
     trials: int
     seed: int | None
@@ -125,10 +144,13 @@ class Comparison:
     answers worse and the unsupported sentences or claims only B has."""
 
     def get(self, name: str) -> SubScoreComparison:
-        for sub in self.sub_scores:
-            if sub.name == name:
-                return sub
-        raise KeyError(f"no sub-score {name!r} (have: {', '.join(self.names)})")
+        missing = f"no sub-score {name!r} (have: {', '.join(self.names)})"
+        return find(self.sub_scores, lambda sub: sub.name == name, missing)
+
+    # the join under the names the JSON and the callers read
+    paired = property(lambda self: len(self.join.both), doc="Rows paired by id.")
+    only_a = property(lambda self: self.join.only_first)
+    only_b = property(lambda self: self.join.only_second)
 
     @property
     def names(self) -> list[str]:
@@ -268,11 +290,10 @@ def compare(
     rows_a, rows_b = load_rows(results_a), load_rows(results_b)
     by_a = _by_id(rows_a, "A")
     by_b = _by_id(rows_b, "B")
-    only_a = [i for i in by_a if i not in by_b]
-    only_b = [i for i in by_b if i not in by_a]
-    if (only_a or only_b) and not allow_unpaired:
-        raise UnpairedError(only_a, only_b)
-    ids = [i for i in by_a if i in by_b]
+    join = join_ids(by_a, by_b)
+    if (join.only_first or join.only_second) and not allow_unpaired:
+        raise UnpairedError(join.only_first, join.only_second)
+    ids = join.both
     names = list(keys) if keys is not None else score_names(rows_a, rows_b)
 
     a = np.array([[_nan(by_a[i].get(k)) for k in names] for i in ids], dtype=float)
@@ -323,10 +344,8 @@ def compare(
         for r, i in enumerate(ids)
     ]
     return Comparison(
+        join=join,
         sub_scores=subs,
-        paired=len(ids),
-        only_a=only_a,
-        only_b=only_b,
         resamples=resamples,
         trials=trials,
         seed=seed,

@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .lookup import find
+
 NO_EVIDENCE = "no judge evidence"
 """Why a row is not compared when it has no questions and no claims (a run without a judge)."""
 
@@ -110,10 +112,7 @@ class FactDiff:
         )
 
     def get(self, row_id: str) -> RowFacts:
-        for row in self.rows:
-            if row.id == row_id:
-                return row
-        raise KeyError(f"no paired id {row_id!r}")
+        return find(self.rows, lambda row: row.id == row_id, f"no paired id {row_id!r}")
 
     @property
     def compared(self) -> int:

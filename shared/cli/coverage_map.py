@@ -73,10 +73,13 @@ class _Question:
     text: str
     answer: str
     importance: int
-    covered: int = 0
     asked: int = 0
     by: list[str] = field(default_factory=list)
     """The ids of the summaries that cover it."""
+
+    @property
+    def covered(self) -> int:
+        return len(self.by)
 
 
 @dataclass
@@ -115,7 +118,6 @@ def _questions(rows: Sequence[Row]) -> list[_Question]:
             entry = merged.setdefault(key, _Question(key[0], answer, int(q.get("importance") or 1)))
             entry.asked += 1
             if _covers(q):
-                entry.covered += 1
                 entry.by.append(str(row.get("id")))
     return list(merged.values())
 

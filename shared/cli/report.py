@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ..core.files import naming
 from ..core.redact import redact, redact_command, safe_record, scrub
@@ -389,6 +389,14 @@ def _worst_entry(row: Row, keys: Sequence[str], threshold: float | None = None) 
     }
 
 
+class PageOptions(TypedDict, total=False):
+    """What :func:`render_report` takes as keywords beside the rows (``write_report`` passes
+    them on): how many of the worst rows are listed, and each row id's source text."""
+
+    worst: int
+    sources: Mapping[str, str] | None
+
+
 def render_report(
     rows: Sequence[Row],
     keys: Sequence[str],
@@ -475,13 +483,12 @@ def write_report(
     rows: Sequence[Row],
     keys: Sequence[str],
     info: ReportInfo,
-    *,
-    worst: int = 10,
-    sources: Mapping[str, str] | None = None,
+    **page: Unpack[PageOptions],
 ) -> Path:
+    """:func:`render_report` of the rows and the run info, no secret in them, in ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     info = dataclasses.replace(info, command=redact_command(info.command), judge=redact(info.judge))
-    page = render_report([safe_record(r) for r in rows], keys, info, worst=worst, sources=sources)
+    html = render_report([safe_record(r) for r in rows], keys, info, **page)
     with naming(path):
-        path.write_text(scrub(page), encoding="utf-8")  # no secret reaches the page
+        path.write_text(scrub(html), encoding="utf-8")  # no secret reaches the page
     return path

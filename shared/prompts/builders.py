@@ -156,14 +156,25 @@ def generate_questions_prompt(source: str, n: int, **langs: Unpack[Languages]) -
     return render("generate_questions", n=n, source_block=block("SOURCE", source), **langs)
 
 
+def _text_then_numbered(
+    task: str, text: tuple[str, str], items: tuple[str, Sequence[str]], **langs: Unpack[Languages]
+) -> str:
+    """The prompt of a task that shows one text block and then one numbered block: ``text`` and
+    ``items`` are (label, content); each fills the template's ``<label>_block``."""
+    (text_label, content), (items_label, lines) = text, items
+    return render(
+        task,
+        **{f"{text_label.lower()}_block": block(text_label, content)},
+        **{f"{items_label.lower()}_block": numbered_block(items_label, lines)},
+        **langs,
+    )
+
+
 def answer_user_questions_prompt(
     source: str, questions: Sequence[str], **langs: Unpack[Languages]
 ) -> str:
-    return render(
-        "answer_user_questions",
-        source_block=block("SOURCE", source),
-        questions_block=numbered_block("QUESTIONS", questions),
-        **langs,
+    return _text_then_numbered(
+        "answer_user_questions", ("SOURCE", source), ("QUESTIONS", questions), **langs
     )
 
 
@@ -172,22 +183,14 @@ def extract_claims_prompt(summary: str, **langs: Unpack[Languages]) -> str:
 
 
 def verify_claims_prompt(source: str, claims: Sequence[str], **langs: Unpack[Languages]) -> str:
-    return render(
-        "verify_claims",
-        source_block=block("SOURCE", source),
-        claims_block=numbered_block("CLAIMS", claims),
-        **langs,
-    )
+    return _text_then_numbered("verify_claims", ("SOURCE", source), ("CLAIMS", claims), **langs)
 
 
 def answer_from_summary_prompt(
     summary: str, questions: Sequence[str], **langs: Unpack[Languages]
 ) -> str:
-    return render(
-        "answer_from_summary",
-        summary_block=block("SUMMARY", summary),
-        questions_block=numbered_block("QUESTIONS", questions),
-        **langs,
+    return _text_then_numbered(
+        "answer_from_summary", ("SUMMARY", summary), ("QUESTIONS", questions), **langs
     )
 
 
@@ -265,12 +268,8 @@ def verify_claims_excerpts_prompt(
 ) -> str:
     """Claims against retrieved passages; ``last`` = the source's last passage position, so a
     trailing "[…]" shows that text follows."""
-    return render(
-        "verify_claims_excerpts",
-        excerpts_block=block("EXCERPTS", _excerpts(passages, last)),
-        claims_block=numbered_block("CLAIMS", claims),
-        **langs,
-    )
+    excerpts = ("EXCERPTS", _excerpts(passages, last))
+    return _text_then_numbered("verify_claims_excerpts", excerpts, ("CLAIMS", claims), **langs)
 
 
 def answer_user_questions_excerpts_prompt(
@@ -279,11 +278,9 @@ def answer_user_questions_excerpts_prompt(
     last: int | None = None,
     **langs: Unpack[Languages],
 ) -> str:
-    return render(
-        "answer_user_questions_excerpts",
-        excerpts_block=block("EXCERPTS", _excerpts(passages, last)),
-        questions_block=numbered_block("QUESTIONS", questions),
-        **langs,
+    excerpts = ("EXCERPTS", _excerpts(passages, last))
+    return _text_then_numbered(
+        "answer_user_questions_excerpts", excerpts, ("QUESTIONS", questions), **langs
     )
 
 

@@ -234,16 +234,6 @@ Task = Literal[
     "answer_and_grade",
 ]
 
-PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
-    "generate_questions": (GENERATE_QUESTIONS, GeneratedQuestions),
-    "answer_user_questions": (ANSWER_USER_QUESTIONS, ReferenceAnswers),
-    "extract_claims": (EXTRACT_CLAIMS, ExtractedClaims),
-    "verify_claims": (VERIFY_CLAIMS, ClaimVerdicts),
-    "answer_from_summary": (ANSWER_FROM_SUMMARY, SummaryAnswers),
-    "grade_answers": (GRADE_ANSWERS, AnswerGrades),
-    "review_style": (REVIEW_STYLE, StyleReview),
-}
-
 # Long sources (see shared/pipeline/steps.py): used only when a full-source prompt would exceed the
 # context budget. They are hashed apart from PROMPTS (long_prompts_hash), and that hash enters
 # the signature of a result only when one of them was used, so short-source signatures and
@@ -281,12 +271,6 @@ answer it, write "not in source".""",
     ["excerpts_block", "questions_block"],
     _REFERENCE_ANSWERS_REPLY,
 )
-
-LONG_PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
-    "generate_questions_part": (GENERATE_QUESTIONS_PART, GeneratedQuestions),
-    "verify_claims_excerpts": (VERIFY_CLAIMS_EXCERPTS, ClaimVerdicts),
-    "answer_user_questions_excerpts": (ANSWER_USER_QUESTIONS_EXCERPTS, ReferenceAnswers),
-}
 
 # ---------------------------------------------------------------------------------------------
 # The two-call path (the default; docs/DESIGN.md, "How the judge is asked")
@@ -399,14 +383,6 @@ ANSWER_AND_GRADE = _template(
     "Reply with JSON, one entry per item, in order:\n{{" + _ANSWERS_REPLY + "}}\n",
 )
 
-COMPACT_PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
-    "source_questions": (SOURCE_QUESTIONS, GeneratedQuestions),
-    "source_reference_answers": (SOURCE_REFERENCE_ANSWERS, ReferenceAnswers),
-    "check_claims": (CHECK_CLAIMS, CheckedClaims),
-    "review_summary": (REVIEW_SUMMARY, SummaryReview),
-    "answer_and_grade": (ANSWER_AND_GRADE, SummaryReview),
-}
-
 # ---------------------------------------------------------------------------------------------
 # The sentences path (the default; docs/DESIGN.md, "How the judge is asked")
 # ---------------------------------------------------------------------------------------------
@@ -451,16 +427,47 @@ POINTED_STYLE = _pointed(
     "one entry per sentence",
 )
 
-SENTENCE_PROMPTS: dict[str, tuple[str, type[BaseModel]]] = {
-    "check_sentences": (CHECK_SENTENCES, SentenceChecks),
-    "pointed_review": (POINTED_REVIEW, PointedReview),
-    "point_and_grade": (POINT_AND_GRADE, PointedReview),
-    "pointed_style": (POINTED_STYLE, PointedReview),
-}
+# ---------------------------------------------------------------------------------------------
+# The one table of tasks
+# ---------------------------------------------------------------------------------------------
 
-ALL_PROMPTS: dict[str, tuple[str, type[BaseModel]]] = (
-    PROMPTS | LONG_PROMPTS | COMPACT_PROMPTS | SENTENCE_PROMPTS
+_TASKS: tuple[tuple[str, str, str, type[BaseModel]], ...] = (
+    # (path, task, template, the generic schema of its answer)
+    ("steps", "generate_questions", GENERATE_QUESTIONS, GeneratedQuestions),
+    ("steps", "answer_user_questions", ANSWER_USER_QUESTIONS, ReferenceAnswers),
+    ("steps", "extract_claims", EXTRACT_CLAIMS, ExtractedClaims),
+    ("steps", "verify_claims", VERIFY_CLAIMS, ClaimVerdicts),
+    ("steps", "answer_from_summary", ANSWER_FROM_SUMMARY, SummaryAnswers),
+    ("steps", "grade_answers", GRADE_ANSWERS, AnswerGrades),
+    ("steps", "review_style", REVIEW_STYLE, StyleReview),
+    ("long", "generate_questions_part", GENERATE_QUESTIONS_PART, GeneratedQuestions),
+    ("long", "verify_claims_excerpts", VERIFY_CLAIMS_EXCERPTS, ClaimVerdicts),
+    ("long", "answer_user_questions_excerpts", ANSWER_USER_QUESTIONS_EXCERPTS, ReferenceAnswers),
+    ("two-call", "source_questions", SOURCE_QUESTIONS, GeneratedQuestions),
+    ("two-call", "source_reference_answers", SOURCE_REFERENCE_ANSWERS, ReferenceAnswers),
+    ("two-call", "check_claims", CHECK_CLAIMS, CheckedClaims),
+    ("two-call", "review_summary", REVIEW_SUMMARY, SummaryReview),
+    ("two-call", "answer_and_grade", ANSWER_AND_GRADE, SummaryReview),
+    ("sentences", "check_sentences", CHECK_SENTENCES, SentenceChecks),
+    ("sentences", "pointed_review", POINTED_REVIEW, PointedReview),
+    ("sentences", "point_and_grade", POINT_AND_GRADE, PointedReview),
+    ("sentences", "pointed_style", POINTED_STYLE, PointedReview),
 )
+
+
+def _tasks_of(path: str) -> dict[str, tuple[str, type[BaseModel]]]:
+    return {task: (template, schema) for on, task, template, schema in _TASKS if on == path}
+
+
+PROMPTS = _tasks_of("steps")
+"""The step-by-step path's tasks (hashed by :func:`prompts_hash`)."""
+LONG_PROMPTS = _tasks_of("long")
+"""The long-source variants (hashed apart: :func:`long_prompts_hash`)."""
+COMPACT_PROMPTS = _tasks_of("two-call")
+"""The two-call path's tasks (hashed apart: :func:`compact_prompts_hash`)."""
+SENTENCE_PROMPTS = _tasks_of("sentences")
+"""The sentences path's tasks (hashed apart: :func:`sentence_prompts_hash`)."""
+ALL_PROMPTS = {task: (template, schema) for _, task, template, schema in _TASKS}
 """Every task's template and generic schema (what :func:`shared.prompts.render` looks up)."""
 
 SCHEMA_FOR_TASK: dict[str, type[BaseModel]] = {
