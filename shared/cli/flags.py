@@ -8,15 +8,17 @@
   form of an option whose Python form is a list or a mapping (:data:`FLAG_FORM`).
 - The judge's and the prices' flags (``--model``, ``--base-url``, ``--api-key``, ``--timeout``,
   ``--price-*``) are Annotated types that every command taking a judge uses alike
-  (``score``, ``bench``, ``check-judge``).
-- A command's other flags are the fields of one frozen dataclass, a flag group (``score``'s
-  ``ScoreFlags``, ``bench``'s ``BenchFlags``): each field declares its flag once, its name, its
-  Annotated type with the help, and its default. A new flag is a new field.
+  (``score``, ``bench``, ``check-judge``, ``questions``); :class:`JudgeFlags` is all of them as
+  one flag group, for ``score`` and ``bench``.
+- A command's other flags are the fields of frozen dataclasses, flag groups (``score``'s
+  ``ScoreFlags``, ``bench``'s ``BenchFlags``, each beside :class:`JudgeFlags`): each field
+  declares its flag once, its name, its type, and with :func:`flag` its default, its help and
+  what else the flag needs (other names, a range). A new flag is a new field.
 
 :func:`with_option_flags` puts the option flags into a command's signature, where typer reads
 them; the command receives them as keywords and turns them into options with
 :func:`options_from_flags`. :func:`with_flag_groups` puts a flag group's fields into the
-signature where the parameter typed by the group stood; the command receives the group whole.
+signature where the parameter typed by the group stood; the command receives each group whole.
 """
 
 from __future__ import annotations
