@@ -28,10 +28,12 @@ from shared.cli.flags import option_flag_names
 from shared.core.checks import positive_number
 from shared.core.subscores import DIMENSION_NAMES, NO_LLM_SUB_SCORES, SUB_SCORE_NAMES
 from shared.dimensions import (
+    About,
     DimensionInput,
     DimensionOption,
     DimensionSettings,
     DimensionSpec,
+    declare_dimension,
     register_dimension,
     unregister_dimension,
 )
@@ -60,13 +62,9 @@ def _calm_signature(settings: DimensionSettings) -> str:
     return f"calm:{settings.calm_weight:g}"
 
 
-CALM = DimensionSpec(
-    name="calm",
-    needs="nothing",
-    short="calm",
-    description="few exclamation marks",
-    evidence=CalmEvidence,
-    score=_calm,
+CALM = declare_dimension(
+    About("calm", "nothing", "calm", "few exclamation marks"),
+    _calm,
     options=(
         DimensionOption(
             "calm_weight", 1.0, positive_number, "Weight of one exclamation mark.", "float"
@@ -74,6 +72,37 @@ CALM = DimensionSpec(
     ),
     signature=_calm_signature,
 )
+
+
+def test_the_declaration_reads_the_evidence_model_from_the_score_function() -> None:
+    assert CALM.evidence is CalmEvidence
+    assert (CALM.needs_spacy, CALM.needs_embeddings, CALM.validity_rho) == (False, False, None)
+    reading = declare_dimension(About("x", "judge", "x", "x", 0.3), _calm, reads=("spacy",))
+    assert (reading.needs_spacy, reading.needs_embeddings, reading.validity_rho) == (
+        True,
+        False,
+        0.3,
+    )
+    assert reading.needs_judge
+
+
+def _unannotated(inp):  # type: ignore[no-untyped-def]
+    return CalmEvidence()
+
+
+def _wrong_model(inp: DimensionInput) -> str:
+    return ""
+
+
+@pytest.mark.parametrize("score", [_unannotated, _wrong_model])
+def test_a_score_function_must_name_its_evidence_model(score: object) -> None:
+    with pytest.raises(TypeError, match="annotated to return its evidence model"):
+        declare_dimension(About("x", "nothing", "x", "x"), score)  # type: ignore[arg-type]
+
+
+def test_it_reads_only_what_can_be_computed() -> None:
+    with pytest.raises(ValueError, match="'x' reads parse; expected spacy, embeddings"):
+        declare_dimension(About("x", "nothing", "x", "x"), _calm, reads=("parse",))  # type: ignore[arg-type]
 
 
 @pytest.fixture

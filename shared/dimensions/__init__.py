@@ -47,9 +47,11 @@ from .evidence import (
 )
 from .nlp import DEFAULT_SPACY_MODEL, MissingSpacyModelError, load_pipeline
 from .spec import (
+    About,
     DimensionInput,
     DimensionOption,
     DimensionSpec,
+    declare_dimension,
     dimension_options,
     dimension_spec,
     dimension_specs,
@@ -69,6 +71,7 @@ __all__ = [
     "QUALITY_DIMENSIONS",
     "SUB_SCORES",
     "SUB_SCORE_NAMES",
+    "About",
     "CoherenceEvidence",
     "ConcisenessEvidence",
     "DensityEvidence",
@@ -94,6 +97,7 @@ __all__ = [
     "analyse_spacy",
     "analyse_summaries",
     "build_evidence",
+    "declare_dimension",
     "default_embedder",
     "density_score",
     "dimension_options",

@@ -48,7 +48,7 @@ import numpy as np
 from ..core.checks import one_of
 from .evidence import CoherenceEvidence, EntityJump
 from .nlp import TextAnalysis
-from .spec import DimensionInput, DimensionOption, DimensionSpec
+from .spec import About, DimensionInput, DimensionOption, declare_dimension
 
 if TYPE_CHECKING:
     from .compute import DimensionSettings, SummaryAnalysis
@@ -271,16 +271,10 @@ def _signature(settings: DimensionSettings) -> str:
     return f"coh:{formula}{VERSION_TAG if formula == 'entity_grid' else ''}"
 
 
-SPEC = DimensionSpec(
-    name="coherence",
-    needs="nothing",
-    short="coher",
-    description="local coherence",
-    needs_spacy=True,
-    needs_embeddings=True,
-    validity_rho=0.41,
-    evidence=CoherenceEvidence,
-    score=_score,
+SPEC = declare_dimension(
+    About("coherence", "nothing", "coher", "local coherence", validity_rho=0.41),
+    _score,
+    reads=("spacy", "embeddings"),
     options=(
         DimensionOption(
             "coherence_formula",

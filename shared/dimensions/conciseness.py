@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .evidence import ConcisenessEvidence
-from .spec import DimensionInput, DimensionSpec
+from .spec import About, DimensionInput, declare_dimension
 
 if TYPE_CHECKING:
     from .compute import DimensionSettings
@@ -39,13 +39,9 @@ def _unavailable(settings: DimensionSettings, source: str, reason: str) -> Conci
     return ConcisenessEvidence(reason=reason, summary_chars=0, source_chars=len(source))
 
 
-SPEC = DimensionSpec(
-    name="conciseness",
-    needs="nothing",
-    short="concis",
-    description="length penalty",
-    evidence=ConcisenessEvidence,
-    score=_score,
+SPEC = declare_dimension(
+    About("conciseness", "nothing", "concis", "length penalty"),
+    _score,
     unavailable=_unavailable,
     metric_doc="Ragas's length penalty, for parity with its summary score.",
 )

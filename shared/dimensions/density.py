@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ..core.checks import positive_number
 from .evidence import DensityEvidence, EntityMention
 from .nlp import TextAnalysis
-from .spec import DimensionInput, DimensionOption, DimensionSpec
+from .spec import About, DimensionInput, DimensionOption, declare_dimension
 
 if TYPE_CHECKING:
     from .compute import DimensionSettings
@@ -83,14 +83,10 @@ def _signature(settings: DimensionSettings) -> str:
     return f"dens:{settings.density_target:g}/{settings.density_tolerance:g}"
 
 
-SPEC = DimensionSpec(
-    name="density",
-    needs="nothing",
-    short="dens",
-    description="entity density near the target",
-    needs_spacy=True,
-    evidence=DensityEvidence,
-    score=_score,
+SPEC = declare_dimension(
+    About("density", "nothing", "dens", "entity density near the target"),
+    _score,
+    reads=("spacy",),
     unavailable=_unavailable,
     options=(
         DimensionOption(

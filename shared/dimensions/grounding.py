@@ -51,7 +51,7 @@ from .items import (  # noqa: F401 (moved)
     summary_items,
 )
 from .nlp import DEFAULT_SPACY_MODEL, load_pipeline
-from .spec import DimensionInput, DimensionSpec
+from .spec import About, DimensionInput, declare_dimension
 from .support import VERSION, SentenceParse, constants_id, index_sentences, score_sentences
 
 PRIOR = 4.0
@@ -401,16 +401,12 @@ def _signature(settings: Any) -> str:
     return f"gnd:v{VERSION}/{constants_id()}"
 
 
-SPEC = DimensionSpec(
-    name="grounding",
-    needs="nothing",
-    short="ground",
-    description="share of names/numbers/dates sourced",
-    needs_spacy=True,
-    needs_embeddings=True,
-    validity_rho=0.43,
-    evidence=GroundingEvidence,
-    score=_score,
+SPEC = declare_dimension(
+    About(
+        "grounding", "nothing", "ground", "share of names/numbers/dates sourced", validity_rho=0.43
+    ),
+    _score,
+    reads=("spacy", "embeddings"),
     unavailable=_unavailable,
     signature=_signature,
     metric_doc=(

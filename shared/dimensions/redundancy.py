@@ -34,7 +34,7 @@ import numpy as np
 
 from ..prompts import StyleReview
 from .evidence import NonRedundancyEvidence, SentencePair
-from .spec import DimensionInput, DimensionSpec
+from .spec import About, DimensionInput, declare_dimension
 
 DUPLICATE_THRESHOLD = 0.85
 NGRAM = 3
@@ -190,15 +190,9 @@ def _score(inp: DimensionInput) -> NonRedundancyEvidence:
     )
 
 
-SPEC = DimensionSpec(
-    name="non_redundancy",
-    needs="judge_partly",
-    short="nonred",
-    description="1 - repetition",
-    needs_spacy=True,
-    needs_embeddings=True,
-    validity_rho=0.25,
-    evidence=NonRedundancyEvidence,
-    score=_score,
+SPEC = declare_dimension(
+    About("non_redundancy", "judge_partly", "nonred", "1 - repetition", validity_rho=0.25),
+    _score,
+    reads=("spacy", "embeddings"),
     metric_doc="1 - unnecessary repetition in the summary.",
 )

@@ -1,20 +1,24 @@
 """Each text-quality dimension described once: its :class:`DimensionSpec`.
 
-A dimension's module declares one spec: its name and what it needs (the :class:`SubScore`
-fields: a judge, a spaCy parse, sentence embeddings), its evidence model, its options with their
-defaults, its score function, the evidence it reports when it cannot be computed, and its part of
-the signature. :mod:`shared.dimensions.registry` registers the specs in report order. Everything
-else is derived from the registered specs: the sub-score list (:mod:`shared.core.subscores`),
-the ``DimensionEvidence`` and ``SummaryEvaluation`` fields, the dimension settings and the
-signature (:mod:`shared.dimensions.compute`), the options' declaration and the CLI's flags
-(:mod:`shared.evaluation.options`, :mod:`shared.cli.flags`), and both adapters' metrics.
+A dimension's module declares one spec with :func:`declare_dimension`: its :class:`About` row
+(name, whether a judge fills it, its column and description: the :class:`SubScore` fields), its
+score function (whose return annotation names its evidence model), what else it reads (a spaCy
+parse, sentence embeddings), its options with their defaults, the evidence it reports when it
+cannot be computed, and its part of the signature. :mod:`shared.dimensions.registry` registers
+the specs in report order. Everything else is derived from the registered specs: the sub-score
+list (:mod:`shared.core.subscores`), the ``DimensionEvidence`` and ``SummaryEvaluation``
+fields, the dimension settings and the signature (:mod:`shared.dimensions.compute`), the
+options' declaration and the CLI's flags (:mod:`shared.evaluation.options`,
+:mod:`shared.cli.flags`), and both adapters' metrics.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -22,6 +26,7 @@ from pydantic.fields import FieldInfo
 from ..core.checks import Check
 from ..core.subscores import (
     SUB_SCORES,
+    Needs,
     SubScore,
     on_change,
     register_sub_score,
@@ -124,6 +129,70 @@ class DimensionSpec(SubScore):
         return _default_unavailable(self, settings, source, reason)
 
 
+@dataclass(frozen=True)
+class About:
+    """What a dimension is called and shown as: its sub-score row (the fields of
+    :class:`SubScore`, in the order of the core's own rows), and its measured validity."""
+
+    name: str
+    needs: Needs
+    """Whether a judge fills it: ``judge``, ``judge_partly`` or ``nothing``."""
+    short: str
+    """Its column in the CLI's table."""
+    description: str
+    validity_rho: float | None = None
+    """Spearman rho with the human rating it tracks on SummEval (docs/VALIDITY.md)."""
+
+
+Reads = Literal["spacy", "embeddings"]
+
+
+class SpecRest(TypedDict, total=False):
+    """The fields of :class:`DimensionSpec` a declaration gives as they are."""
+
+    options: tuple[DimensionOption, ...]
+    unavailable: Callable[[DimensionSettings, str, str], DimensionResult] | None
+    signature: Callable[[DimensionSettings], str] | None
+    metric_doc: str
+
+
+def _returned_model(score: Callable[..., Any]) -> type[DimensionResult]:
+    """The evidence model ``score`` is annotated to return (a string under postponed
+    annotations, looked up where ``score`` was written)."""
+    returns = inspect.signature(score).return_annotation
+    model = score.__globals__.get(returns) if isinstance(returns, str) else returns
+    if not (isinstance(model, type) and issubclass(model, DimensionResult)):
+        raise TypeError(
+            f"{score.__qualname__} must be annotated to return its evidence model, a "
+            f"DimensionResult (got {returns!r})"
+        )
+    return model
+
+
+def declare_dimension(
+    about: About,
+    score: Callable[[DimensionInput], DimensionResult],
+    *,
+    reads: tuple[Reads, ...] = (),
+    **rest: Unpack[SpecRest],
+) -> DimensionSpec:
+    """A dimension's spec as its module declares it: ``about`` names it; ``score`` computes it,
+    and the model its return annotation names is its evidence; ``reads`` is what it is computed
+    from besides the text (``spacy``: the summary's parse; ``embeddings``: sentence embeddings).
+    The rest are :class:`DimensionSpec`'s fields of the same names."""
+    unknown = sorted(set(reads) - {"spacy", "embeddings"})
+    if unknown:
+        raise ValueError(f"{about.name!r} reads {', '.join(unknown)}; expected spacy, embeddings")
+    return DimensionSpec(
+        **dataclasses.asdict(about),
+        needs_spacy="spacy" in reads,
+        needs_embeddings="embeddings" in reads,
+        evidence=_returned_model(score),
+        score=score,
+        **rest,
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # The registry: the dimensions are the core's sub-score list's dimension entries
 # ---------------------------------------------------------------------------------------------
@@ -209,9 +278,11 @@ on_change(_sync_evidence)
 
 __all__ = [
     "DIMENSIONS",
+    "About",
     "DimensionInput",
     "DimensionOption",
     "DimensionSpec",
+    "declare_dimension",
     "dimension_options",
     "dimension_spec",
     "dimension_specs",

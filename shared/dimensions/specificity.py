@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .. import prompts as p
 from .evidence import FlaggedSentence, SpecificityEvidence
-from .spec import DimensionInput, DimensionSpec
+from .spec import About, DimensionInput, declare_dimension
 
 
 def score_specificity(sentences: tuple[str, ...], review: p.StyleReview) -> SpecificityEvidence:
@@ -45,13 +45,9 @@ def _score(inp: DimensionInput) -> SpecificityEvidence:
     )
 
 
-SPEC = DimensionSpec(
-    name="specificity",
-    needs="judge",
-    short="spec",
-    description="1 - share of vague sentences",
-    needs_spacy=True,
-    evidence=SpecificityEvidence,
-    score=_score,
+SPEC = declare_dimension(
+    About("specificity", "judge", "spec", "1 - share of vague sentences"),
+    _score,
+    reads=("spacy",),
     metric_doc="1 - share of summary sentences the judge flags as vague.",
 )
