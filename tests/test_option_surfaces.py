@@ -37,6 +37,7 @@ from shared import (
     SummaryEvaluation,
 )
 from shared.adapter_kit import DEFAULTS
+from shared.cli.flags import UNIT_SHARE, JudgeFlags, flag
 from shared.cli.table import SHORT_NAMES
 from shared.dimensions.evidence import DimensionEvidence
 from shared.runs.results import score_keys
@@ -256,6 +257,46 @@ def test_a_flag_group_gives_each_field_a_flag_and_the_command_the_group() -> Non
     params = {p.name: p for p in typer.main.get_command(app).params}
     assert params["first"].default == 3 and params["first"].help == "The first."
     assert params["second_flag"].opts == ["--second", "-s"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Declared:
+    """A flag group whose fields declare their flags with flag(): default, help, the rest."""
+
+    share: float | None = flag(None, "A share.", "--share", "-s", **UNIT_SHARE)
+    folder: Path = flag(Path("here"), "A folder.")
+
+
+def test_a_flag_field_is_its_flag_and_a_command_takes_the_judge_group_beside() -> None:
+    from shared.cli.flags import with_flag_groups
+
+    seen: list[tuple[_Declared, JudgeFlags]] = []
+
+    @with_flag_groups
+    def command(declared: _Declared, judging: JudgeFlags) -> None:
+        seen.append((declared, judging))
+
+    app = typer.Typer()
+    app.command()(command)
+    runner = CliRunner()
+    assert runner.invoke(app, ["-s", "0.5", "--model", "m", "--price-in", "1"]).exit_code == 0
+    assert runner.invoke(app, ["--folder", "there"]).exit_code == 0
+    assert seen == [
+        (_Declared(share=0.5), JudgeFlags(model="m", price_in=1.0)),
+        (_Declared(folder=Path("there")), JudgeFlags()),
+    ]
+    # flag()'s range and callback are the flag's: refused before the command runs
+    for value in ("1.5", "nan"):
+        assert runner.invoke(app, ["--share", value]).exit_code == 2
+    assert len(seen) == 2
+    params = {p.name: p for p in typer.main.get_command(app).params}
+    assert params["share"].opts == ["--share", "-s"] and params["share"].help == "A share."
+    assert params["price_out"].help == "US$ per million completion tokens."
+    assert [name for name in params if name.startswith("price")] == [
+        "price_in",
+        "price_cached",
+        "price_out",
+    ]
 
 
 def test_every_surface_reports_every_sub_score() -> None:

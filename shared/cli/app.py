@@ -49,7 +49,7 @@ from .common import (
 )
 from .coverage_map import sources_of
 from .engines import Engine, Job, LocalEngine
-from .flags import options_from_flags, with_flag_groups, with_option_flags
+from .flags import JudgeFlags, flag, options_from_flags, with_flag_groups, with_option_flags
 from .paths import PathProblem, check_run_paths
 from .questions_cli import announce_frozen
 from .report import (
@@ -109,98 +109,66 @@ def main(
 
 @dataclasses.dataclass(frozen=True)
 class ScoreFlags:
-    """The flags of ``score`` that are no scoring option, each declared once (its name, its
-    type and help, its default): where the run reads and writes, the judge, how it runs. A new
-    flag is a new field; ``score`` receives them as one object."""
+    """The flags of ``score`` that are no scoring option and no judge's flag (those are
+    :class:`~shared.cli.flags.JudgeFlags`), each declared once (its name, its type, its default
+    and help): where the run reads and writes, how it runs. A new flag is a new field; ``score``
+    receives them as one object."""
 
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Results file, .jsonl or .csv (default: ./<INPUT stem>.results.jsonl).",
-        ),
-    ] = None
-    report: Annotated[
-        Path | None,
-        typer.Option(help="HTML report (default: beside the results, <stem>.report.html)."),
-    ] = None
-    no_report: Annotated[bool, typer.Option("--no-report", help="Write no report.")] = False
-    input_format: Annotated[
-        str | None, typer.Option(help="jsonl or csv (default: from the extension).")
-    ] = None
-    source_column: Annotated[str, typer.Option(help="Column holding the source.")] = "source"
-    summary_column: Annotated[str, typer.Option(help="Column holding the summary.")] = "summary"
-    id_column: Annotated[
-        str, typer.Option(help="Column holding the row id (a row without one: its row number).")
-    ] = "id"
-    questions_column: Annotated[
-        str,
-        typer.Option(help="Column with the row's own questions (JSON list, or one per line)."),
-    ] = "questions"
-    model: flags.Model = None
-    base_url: flags.BaseUrl = None
-    api_key: flags.ApiKey = None
-    timeout: flags.Timeout = RUN_DEFAULTS.timeout
-    price_in: flags.PriceIn = None
-    price_cached: flags.PriceCached = None
-    price_out: flags.PriceOut = None
-    no_judge: Annotated[
-        bool, typer.Option("--no-judge", help="Score only what needs no judge, even if one is set.")
-    ] = False
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run", help="Print the estimated judge calls, tokens and cost; call no judge."
-        ),
-    ] = False
-    flip_threshold: Annotated[
-        float,
-        flags.unit_share("With --samples k > 1: pass mark for the share of rows that flip."),
-    ] = RUN_DEFAULTS.flip_threshold
-    cache: Annotated[
-        Path | None,
-        typer.Option(help="SQLite judge cache (default: the user's cache directory)."),
-    ] = None
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Keep no judge cache.")] = False
-    retry_unscored: Annotated[
-        bool,
-        typer.Option("--retry-unscored", help="Score again rows an earlier run left unscored."),
-    ] = False
-    worst: Annotated[int, typer.Option(min=0, help="Worst summaries shown in the report.")] = 10
-    threshold: Annotated[
-        float | None,
-        flags.unit_share(
-            "Pass mark: the table and the report mark each row pass or FAIL (on the score; "
-            "without a judge, on the mean of the dimensions that track quality)."
-        ),
-    ] = None
-    fail_under: Annotated[
-        float | None,
-        flags.unit_share(
-            "--threshold that sets the exit status: 3 if a row FAILs, 4 if none does but "
-            "a row is inconclusive over its judge samples (--samples k > 1)."
-        ),
-    ] = None
-    inconclusive: Annotated[
-        str | None,
-        typer.Option(help="With --fail-under: count an inconclusive row as pass or fail."),
-    ] = None
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force", help="Replace finished rows of OUTPUT that were scored with other settings."
-        ),
-    ] = False
-    engine: Annotated[
-        str, typer.Option(help="local, or ray (needs the ray extra; Parquet in/out, directories).")
-    ] = "local"
-    ray_address: Annotated[
-        str | None, typer.Option(help="Ray cluster to join (default: start a local Ray).")
-    ] = None
-    actors: Annotated[int, typer.Option(min=1, help="Scoring actors (--engine ray).")] = (
-        RUN_DEFAULTS.actors
+    output: Path | None = flag(
+        None,
+        "Results file, .jsonl or .csv (default: ./<INPUT stem>.results.jsonl).",
+        "--output",
+        "-o",
     )
+    report: Path | None = flag(
+        None, "HTML report (default: beside the results, <stem>.report.html)."
+    )
+    no_report: bool = flag(False, "Write no report.", "--no-report")
+    input_format: str | None = flag(None, "jsonl or csv (default: from the extension).")
+    source_column: str = flag("source", "Column holding the source.")
+    summary_column: str = flag("summary", "Column holding the summary.")
+    id_column: str = flag("id", "Column holding the row id (a row without one: its row number).")
+    questions_column: str = flag(
+        "questions", "Column with the row's own questions (JSON list, or one per line)."
+    )
+    no_judge: bool = flag(
+        False, "Score only what needs no judge, even if one is set.", "--no-judge"
+    )
+    dry_run: bool = flag(
+        False, "Print the estimated judge calls, tokens and cost; call no judge.", "--dry-run"
+    )
+    flip_threshold: float = flag(
+        RUN_DEFAULTS.flip_threshold,
+        "With --samples k > 1: pass mark for the share of rows that flip.",
+        **flags.UNIT_SHARE,
+    )
+    cache: Path | None = flag(None, "SQLite judge cache (default: the user's cache directory).")
+    no_cache: bool = flag(False, "Keep no judge cache.", "--no-cache")
+    retry_unscored: bool = flag(
+        False, "Score again rows an earlier run left unscored.", "--retry-unscored"
+    )
+    worst: int = flag(10, "Worst summaries shown in the report.", min=0)
+    threshold: float | None = flag(
+        None,
+        "Pass mark: the table and the report mark each row pass or FAIL (on the score; "
+        "without a judge, on the mean of the dimensions that track quality).",
+        **flags.UNIT_SHARE,
+    )
+    fail_under: float | None = flag(
+        None,
+        "--threshold that sets the exit status: 3 if a row FAILs, 4 if none does but "
+        "a row is inconclusive over its judge samples (--samples k > 1).",
+        **flags.UNIT_SHARE,
+    )
+    inconclusive: str | None = flag(
+        None, "With --fail-under: count an inconclusive row as pass or fail."
+    )
+    force: bool = flag(
+        False, "Replace finished rows of OUTPUT that were scored with other settings.", "--force"
+    )
+    engine: str = flag("local", "local, or ray (needs the ray extra; Parquet in/out, directories).")
+    ray_address: str | None = flag(None, "Ray cluster to join (default: start a local Ray).")
+    actors: int = flag(RUN_DEFAULTS.actors, "Scoring actors (--engine ray).", min=1)
 
 
 @app.command()
@@ -212,6 +180,7 @@ def score(
         Path, typer.Argument(metavar="INPUT", help="JSONL or CSV with source and summary columns.")
     ],
     args: ScoreFlags,
+    judging: JudgeFlags,
     **option_flags: Any,
 ) -> None:
     """Score every summary of INPUT; write the results file and the HTML report.
@@ -239,7 +208,7 @@ def score(
     retries, concurrency = core.pop("retries"), core.pop("concurrency")
     threshold = pass_mark(args.threshold, args.fail_under, args.inconclusive)
     settings = RunSettings(
-        timeout=args.timeout,
+        timeout=judging.timeout,
         threshold=threshold,
         fail_under=args.fail_under,
         inconclusive=args.inconclusive,
@@ -251,16 +220,20 @@ def score(
     cache_path = None if args.no_cache else (args.cache or default_cache_path())
     _check_paths(input_path, output, report_path, None if args.no_judge else cache_path, options)
     judge, judge_text, recipe = build_judge(
-        model=args.model,
-        base_url=args.base_url,
+        model=judging.model,
+        base_url=judging.base_url,
         no_judge=args.no_judge,
         retries=retries,
         concurrency=concurrency,
         cache=engine_.driver_cache(cache_path),
-        timeout=args.timeout if "timeout" in given else None,
-        api_key=args.api_key,
+        timeout=judging.timeout if "timeout" in given else None,
+        api_key=judging.api_key,
         prices=checked_prices(
-            args.model, args.base_url, args.price_in, args.price_cached, args.price_out
+            judging.model,
+            judging.base_url,
+            judging.price_in,
+            judging.price_cached,
+            judging.price_out,
         ),
         check=not args.dry_run,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich import box
@@ -31,9 +31,9 @@ from ..analysis.bench import (
 from ..analysis.comparison import DEFAULT_RESAMPLES
 from ..core.files import write_json
 from ..core.redact import safe_record
-from ..evaluation.options import RUN_DEFAULTS
 from ..judge.server import DEFAULT_MODEL
 from . import flags
+from .flags import flag
 from .paths import PathProblem, check_run_paths
 
 EXIT_OK, EXIT_METRIC_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -49,108 +49,76 @@ def _usage_error(message: str) -> typer.Exit:
 
 @dataclasses.dataclass(frozen=True)
 class BenchFlags:
-    """The flags of ``bench``, each declared once (its name, its type and help, its default)."""
+    """The flags of ``bench`` but the judge's (:class:`~shared.cli.flags.JudgeFlags`), each
+    declared once (its name, its type, its default and help)."""
 
-    model: flags.Model = None
-    base_url: flags.BaseUrl = None
-    api_key: flags.ApiKey = None
-    metrics: Annotated[
-        str,
-        typer.Option(
-            help=f"Comma-separated, from {','.join(METRICS)} (ours: the sentences path, the "
-            "default; ours-two-call: the two-call path; both run by default, side by side)."
-        ),
-    ] = ",".join(METRICS)
-    articles: Annotated[
-        int, typer.Option(min=1, help="SummEval articles drawn (whole: all their summaries).")
-    ] = DEFAULT_ARTICLES
-    seed: Annotated[int, typer.Option(help="Seed of the article draw and the bootstrap.")] = (
-        DEFAULT_SEED
+    metrics: str = flag(
+        ",".join(METRICS),
+        f"Comma-separated, from {','.join(METRICS)} (ours: the sentences path, the default; "
+        "ours-two-call: the two-call path; both run by default, side by side).",
     )
-    summaries: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Cap: this many summaries per article (the same systems for every article), "
-            "for plumbing runs; the default takes all 16.",
-        ),
-    ] = None
-    summeval: Annotated[
-        Path | None,
-        typer.Option(help="The SummEval dev JSONL (default: examples/summeval/dev.jsonl)."),
-    ] = None
-    data: Annotated[
-        Path | None,
-        typer.Option(help="Your own rows instead of SummEval (JSONL or CSV, as `score` reads)."),
-    ] = None
-    labels: Annotated[
-        Path | None, typer.Option(help="Human labels of --data, JSONL or CSV (as `agree`).")
-    ] = None
-    mapping: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--map",
-            metavar="LABEL",
-            help="Label column(s) to correlate with (score=relevance as in `agree`, or just "
-            "relevance; repeatable or comma-separated). With --data.",
-        ),
-    ] = None
-    id_column: Annotated[str, typer.Option(help="Id column of --data and --labels.")] = "id"
-    group_column: Annotated[
-        str | None,
-        typer.Option(help="Labels column naming the source: summary-level correlations."),
-    ] = None
-    system_column: Annotated[
-        str | None, typer.Option(help="Labels column naming the system: system-level too.")
-    ] = None
-    source_column: Annotated[str, typer.Option(help="Source column of --data.")] = "source"
-    summary_column: Annotated[str, typer.Option(help="Summary column of --data.")] = "summary"
-    workdir: Annotated[
-        Path,
-        typer.Option(
-            help="Folder of the kept results (per metric and article): rerun the same command "
-            "to resume without paying twice."
-        ),
-    ] = Path("summary-eval-bench")
-    json_path: Annotated[
-        Path | None, typer.Option("--json", help="Write the full results as JSON.")
-    ] = None
-    report: Annotated[
-        Path | None,
-        typer.Option(help="HTML report (default: bench-report.html in --workdir)."),
-    ] = None
-    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = DEFAULT_RESAMPLES
-    price_in: flags.PriceIn = None
-    price_cached: flags.PriceCached = None
-    price_out: flags.PriceOut = None
-    timeout: flags.Timeout = RUN_DEFAULTS.timeout
-    max_tokens: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Bound on each peer reply (their schemas have none; ours sets its own).",
-        ),
-    ] = None
+    articles: int = flag(
+        DEFAULT_ARTICLES, "SummEval articles drawn (whole: all their summaries).", min=1
+    )
+    seed: int = flag(DEFAULT_SEED, "Seed of the article draw and the bootstrap.")
+    summaries: int | None = flag(
+        None,
+        "Cap: this many summaries per article (the same systems for every article), for "
+        "plumbing runs; the default takes all 16.",
+        min=1,
+    )
+    summeval: Path | None = flag(
+        None, "The SummEval dev JSONL (default: examples/summeval/dev.jsonl)."
+    )
+    data: Path | None = flag(
+        None, "Your own rows instead of SummEval (JSONL or CSV, as `score` reads)."
+    )
+    labels: Path | None = flag(None, "Human labels of --data, JSONL or CSV (as `agree`).")
+    mapping: list[str] | None = flag(
+        None,
+        "Label column(s) to correlate with (score=relevance as in `agree`, or just relevance; "
+        "repeatable or comma-separated). With --data.",
+        "--map",
+        metavar="LABEL",
+    )
+    id_column: str = flag("id", "Id column of --data and --labels.")
+    group_column: str | None = flag(
+        None, "Labels column naming the source: summary-level correlations."
+    )
+    system_column: str | None = flag(None, "Labels column naming the system: system-level too.")
+    source_column: str = flag("source", "Source column of --data.")
+    summary_column: str = flag("summary", "Summary column of --data.")
+    workdir: Path = flag(
+        Path("summary-eval-bench"),
+        "Folder of the kept results (per metric and article): rerun the same command to "
+        "resume without paying twice.",
+    )
+    json_path: Path | None = flag(None, "Write the full results as JSON.", "--json")
+    report: Path | None = flag(None, "HTML report (default: bench-report.html in --workdir).")
+    resamples: int = flag(DEFAULT_RESAMPLES, "Bootstrap resamples.", min=1)
+    max_tokens: int | None = flag(
+        None, "Bound on each peer reply (their schemas have none; ours sets its own).", min=1
+    )
 
 
 @flags.with_flag_groups
-def bench_command(args: BenchFlags) -> None:
+def bench_command(args: BenchFlags, judging: flags.JudgeFlags) -> None:
     """Ours against DeepEval's and Ragas' summarization metrics on your judge.
 
     Agreement with human ratings (SummEval by default), calls, tokens, dollars and time, side by
     side; see docs/BENCH.md."""
-    model = args.model or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL
+    model = judging.model or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL
     if not (
-        args.base_url
+        judging.base_url
         or os.environ.get("OPENAI_BASE_URL")
-        or args.api_key
+        or judging.api_key
         or os.environ.get("OPENAI_API_KEY")
     ):
         raise _usage_error(
             "no judge configured: --base-url URL (a local server needs no key), or an API key "
             "(--api-key or OPENAI_API_KEY)"
         )
-    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    base_url = judging.base_url or os.environ.get("OPENAI_BASE_URL")
     chosen = _chosen_metrics(args.metrics)
     report_path = args.report or args.workdir / "bench-report.html"
     inputs = [p for p in (args.data, args.labels, args.summeval) if p is not None]
@@ -164,7 +132,7 @@ def bench_command(args: BenchFlags) -> None:
         result = bench(
             model=model,
             base_url=base_url,
-            api_key=args.api_key,
+            api_key=judging.api_key,
             metrics=chosen,
             items=items,
             ratings=ratings,
@@ -174,10 +142,10 @@ def bench_command(args: BenchFlags) -> None:
             summeval=args.summeval,
             workdir=args.workdir,
             resamples=args.resamples,
-            price_in=args.price_in,
-            price_cached=args.price_cached,
-            price_out=args.price_out,
-            timeout=args.timeout,
+            price_in=judging.price_in,
+            price_cached=judging.price_cached,
+            price_out=judging.price_out,
+            timeout=judging.timeout,
             max_tokens=args.max_tokens,
             notes=notes,
             data_name=data_name,
@@ -281,10 +249,7 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
         + (f" at {result.base_url}" if result.base_url else "")
         + f" — {result.data}: {result.rows} rows, {result.groups} groups; prices: {result.prices}"
     )
-    cost = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for name in (
-        "metric",
-        "version",
+    numbers = (
         "scored",
         "failed",
         "calls",
@@ -293,8 +258,8 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
         "compl tok",
         "dollars",
         "wall s",
-    ):
-        cost.add_column(name, justify="left" if name in ("metric", "version") else "right")
+    )
+    cost = _table("metric", "version", *numbers, right=numbers)
     for m in result.metrics:
         cost.add_row(
             m.name,
@@ -312,17 +277,9 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
     console.print(cost)
     for line in shape_lines(result):
         console.print(line, soft_wrap=True)
-    agree = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for name in (
-        "metric",
-        "rating",
-        "level",
-        "units",
-        "spearman",
-        f"{int(result.level * 100)}%",
-        "system",
-    ):
-        agree.add_column(name, justify="right" if name in ("units", "spearman") else "left")
+    level = f"{int(result.level * 100)}%"
+    ranks = ("units", "spearman")
+    agree = _table("metric", "rating", "level", *ranks, level, "system", right=ranks)
     for m in result.metrics:
         for i, a in enumerate(m.agreement):
             agree.add_row(
@@ -338,15 +295,8 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
     if any(m.agreement for m in result.metrics):
         console.print(agree)
     if result.comparisons:
-        diff = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-        for name in (
-            "difference",
-            "rating",
-            "units",
-            "spearman diff",
-            f"{int(result.level * 100)}%",
-        ):
-            diff.add_column(name, justify="right" if name in ("units", "spearman diff") else "left")
+        diffs = ("units", "spearman diff")
+        diff = _table("difference", "rating", *diffs, level, right=diffs)
         for d in result.comparisons:
             diff.add_row(
                 f"{d.first} − {d.second}",
@@ -365,6 +315,14 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
         f"Spearman: summary level = per group, then the mean (pooled without groups); "
         f"bootstrap over groups, {result.resamples} resamples, seed {result.seed}."
     )
+
+
+def _table(*columns: str, right: tuple[str, ...]) -> Table:
+    """A terminal table with these columns, those named in ``right`` right-aligned."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for name in columns:
+        table.add_column(name, justify="right" if name in right else "left")
+    return table
 
 
 def shape_lines(result: BenchResult) -> list[str]:

@@ -8,15 +8,17 @@
   form of an option whose Python form is a list or a mapping (:data:`FLAG_FORM`).
 - The judge's and the prices' flags (``--model``, ``--base-url``, ``--api-key``, ``--timeout``,
   ``--price-*``) are Annotated types that every command taking a judge uses alike
-  (``score``, ``bench``, ``check-judge``).
-- A command's other flags are the fields of one frozen dataclass, a flag group (``score``'s
-  ``ScoreFlags``, ``bench``'s ``BenchFlags``): each field declares its flag once, its name, its
-  Annotated type with the help, and its default. A new flag is a new field.
+  (``score``, ``bench``, ``check-judge``, ``questions``); :class:`JudgeFlags` is all of them as
+  one flag group, for ``score`` and ``bench``.
+- A command's other flags are the fields of frozen dataclasses, flag groups (``score``'s
+  ``ScoreFlags``, ``bench``'s ``BenchFlags``, each beside :class:`JudgeFlags`): each field
+  declares its flag once, its name, its type, and with :func:`flag` its default, its help and
+  what else the flag needs (other names, a range). A new flag is a new field.
 
 :func:`with_option_flags` puts the option flags into a command's signature, where typer reads
 them; the command receives them as keywords and turns them into options with
 :func:`options_from_flags`. :func:`with_flag_groups` puts a flag group's fields into the
-signature where the parameter typed by the group stood; the command receives the group whole.
+signature where the parameter typed by the group stood; the command receives each group whole.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Annotated, Any
 import typer
 
 from ..core.subscores import on_change
-from ..evaluation.options import DEFAULTS, MAX_N, option_fields
+from ..evaluation.options import DEFAULTS, MAX_N, RUN_DEFAULTS, option_fields
 
 PANEL_OPTIONS = "Scoring options"
 PANEL_JUDGE = "Judge"
@@ -48,66 +50,66 @@ def finite(value: float | None) -> float | None:
     return value
 
 
+UNIT_SHARE: dict[str, Any] = {"min": 0.0, "max": 1.0, "callback": finite}
+"""What a flag that takes a finite number from 0 to 1 (a pass mark, a share) gives typer.Option."""
+
+
 def unit_share(help: str) -> Any:
     """A flag that takes a finite number from 0 to 1 (a pass mark, a share)."""
-    return typer.Option(min=0.0, max=1.0, callback=finite, help=help)
+    return typer.Option(help=help, **UNIT_SHARE)
 
 
 # ---------------------------------------------------------------------------------------------
 # The judge's and the prices' flags
 # ---------------------------------------------------------------------------------------------
 
-Model = Annotated[
-    str | None,
-    typer.Option(
-        help="Judge model (env OPENAI_MODEL, else gpt-4o-mini).", rich_help_panel=PANEL_JUDGE
-    ),
-]
+
+def _judge(help: str, **option: Any) -> Any:
+    """A flag of the judge's panel."""
+    return typer.Option(help=help, rich_help_panel=PANEL_JUDGE, **option)
+
+
+def _price(tokens: str) -> Any:
+    """A price flag: US$ per million ``tokens``, none below 0."""
+    return _judge(f"US$ per million {tokens}", min=0)
+
+
+Model = Annotated[str | None, _judge("Judge model (env OPENAI_MODEL, else gpt-4o-mini).")]
 BaseUrl = Annotated[
     str | None,
-    typer.Option(
-        help="OpenAI-compatible server, e.g. http://localhost:11434/v1 (env OPENAI_BASE_URL).",
-        rich_help_panel=PANEL_JUDGE,
-    ),
+    _judge("OpenAI-compatible server, e.g. http://localhost:11434/v1 (env OPENAI_BASE_URL)."),
 ]
 ApiKey = Annotated[
     str | None,
-    typer.Option(
-        help="The judge server's API key (env OPENAI_API_KEY; a local server needs none).",
-        rich_help_panel=PANEL_JUDGE,
-    ),
+    _judge("The judge server's API key (env OPENAI_API_KEY; a local server needs none)."),
 ]
 Timeout = Annotated[
     float,
-    typer.Option(
+    _judge(
+        "Seconds one judge call may take, its retries included, before it counts as failed "
+        "(`score` raises it to fit a slow server's measured speed when not given).",
         min=1,
         max=MAX_TIMEOUT,
         callback=finite,
-        help="Seconds one judge call may take, its retries included, before it counts as "
-        "failed (`score` raises it to fit a slow server's measured speed when not given).",
-        rich_help_panel=PANEL_JUDGE,
     ),
 ]
-PriceIn = Annotated[
-    float | None,
-    typer.Option(
-        min=0,
-        help="US$ per million prompt tokens (default: the price table).",
-        rich_help_panel=PANEL_JUDGE,
-    ),
-]
-PriceCached = Annotated[
-    float | None,
-    typer.Option(
-        min=0,
-        help="US$ per million cached prompt tokens (default: --price-in).",
-        rich_help_panel=PANEL_JUDGE,
-    ),
-]
-PriceOut = Annotated[
-    float | None,
-    typer.Option(min=0, help="US$ per million completion tokens.", rich_help_panel=PANEL_JUDGE),
-]
+PriceIn = Annotated[float | None, _price("prompt tokens (default: the price table).")]
+PriceCached = Annotated[float | None, _price("cached prompt tokens (default: --price-in).")]
+PriceOut = Annotated[float | None, _price("completion tokens.")]
+
+
+@dataclasses.dataclass(frozen=True)
+class JudgeFlags:
+    """The flag group of a command that runs on the user's judge (``score``, ``bench``): the
+    judge's server and model, its calls' timeout, and the prices its bill is counted at."""
+
+    model: Model = None
+    base_url: BaseUrl = None
+    api_key: ApiKey = None
+    timeout: Timeout = RUN_DEFAULTS.timeout
+    price_in: PriceIn = None
+    price_cached: PriceCached = None
+    price_out: PriceOut = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,16 +253,29 @@ def options_from_flags(values: dict[str, Any], given: frozenset[str]) -> dict[st
 # ---------------------------------------------------------------------------------------------
 
 
+def flag(default: Any, help: str, *names: str, **option: Any) -> Any:
+    """A field of a flag group, its flag declared in one place: its default, its help, the
+    flag's names where they are not ``--<field>`` alone, and what else typer.Option takes
+    (``min``, ``max``, ``metavar``, ``callback``: :data:`UNIT_SHARE`)."""
+    return dataclasses.field(
+        default=default, metadata={"flag": typer.Option(*names, help=help, **option)}
+    )
+
+
 def _group_parameters(group: type) -> list[inspect.Parameter]:
-    """One keyword parameter per field of the dataclass ``group``: its name, its Annotated type
-    (the typer.Option with the help) and its default."""
+    """One keyword parameter per field of the dataclass ``group``: its name, its type with the
+    typer.Option (from :func:`flag`, or the field's own Annotated type) and its default."""
     hints = typing.get_type_hints(group, include_extras=True)
     return [
         inspect.Parameter(
             field.name,
             inspect.Parameter.KEYWORD_ONLY,
             default=field.default,
-            annotation=hints[field.name],
+            annotation=(
+                Annotated[hints[field.name], field.metadata["flag"]]
+                if "flag" in field.metadata
+                else hints[field.name]
+            ),
         )
         for field in dataclasses.fields(group)
     ]
