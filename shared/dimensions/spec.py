@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
@@ -88,12 +89,6 @@ class DimensionInput:
         return text.error or None
 
 
-def _default_unavailable(
-    spec: DimensionSpec, settings: DimensionSettings, source: str, reason: str
-) -> DimensionResult:
-    return spec.evidence(reason=reason)
-
-
 @dataclass(frozen=True, kw_only=True)
 class DimensionSpec(SubScore):
     """A text-quality dimension, declared once in its own module (a :class:`SubScore` with
@@ -126,7 +121,7 @@ class DimensionSpec(SubScore):
         """Its evidence with no value and ``reason``."""
         if self.unavailable is not None:
             return self.unavailable(settings, source, reason)
-        return _default_unavailable(self, settings, source, reason)
+        return self.evidence(reason=reason)
 
 
 @dataclass(frozen=True)
@@ -180,9 +175,12 @@ def declare_dimension(
     and the model its return annotation names is its evidence; ``reads`` is what it is computed
     from besides the text (``spacy``: the summary's parse; ``embeddings``: sentence embeddings).
     The rest are :class:`DimensionSpec`'s fields of the same names."""
-    unknown = sorted(set(reads) - {"spacy", "embeddings"})
+    readable = typing.get_args(Reads)
+    unknown = sorted(set(reads) - set(readable))
     if unknown:
-        raise ValueError(f"{about.name!r} reads {', '.join(unknown)}; expected spacy, embeddings")
+        raise ValueError(
+            f"{about.name!r} reads {', '.join(unknown)}; expected {', '.join(readable)}"
+        )
     return DimensionSpec(
         **dataclasses.asdict(about),
         needs_spacy="spacy" in reads,
