@@ -169,6 +169,27 @@ def test_report_command_reads_the_sources_again(tmp_path: Path) -> None:
     assert 'id="coverage-maps-none"' in page.read_text()
 
 
+def test_report_command_never_writes_over_what_it_reads(tmp_path: Path) -> None:
+    recorded, given = tmp_path / "in.jsonl", tmp_path / "given.jsonl"
+    for path in (recorded, given):
+        path.write_text(json.dumps({"id": "a", "source": SOURCE, "summary": "summary a"}) + "\n")
+    row = result_row("a", question("Cost?", "18 million euros", 5))
+    row["evidence"]["run"] = {"input": str(recorded), "command": "summary-eval score in.jsonl"}
+    results = tmp_path / "res.jsonl"
+    results.write_text(json.dumps(row) + "\n")
+    kept = {p: p.read_bytes() for p in (recorded, given, results)}
+    runner = CliRunner()
+    for target, extra, named in (
+        (results, [], "RESULTS"),
+        (recorded, [], "scored input"),
+        (given, ["--input", str(given)], "scored input"),
+    ):
+        refused = runner.invoke(app, ["report", str(results), "-o", str(target), *extra])
+        assert refused.exit_code == 2, refused.output
+        assert f"is an input file ({named})" in " ".join(refused.output.split())
+    assert {p: p.read_bytes() for p in kept} == kept
+
+
 def test_a_report_maps_the_sources_of_its_worst_summaries_only() -> None:
     rows = [
         result_row(f"r{i:02}", question("Cost?", f"{i} million euros", 0), score=i / 100)

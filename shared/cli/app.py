@@ -300,13 +300,11 @@ def _check_paths(
     """No output of the run is the input, the frozen questions file, another output, or a
     folder."""
     frozen = options.questions_file
-    inputs = {"--questions file": Path(frozen.path)} if frozen and frozen.path else {}
+    inputs = {"INPUT": input_path}
+    if frozen and frozen.path:
+        inputs["--questions file"] = Path(frozen.path)
     try:
-        check_run_paths(
-            input_path,
-            {"results file": output, "report": report, "judge cache": cache},
-            inputs=inputs,
-        )
+        check_run_paths(inputs, {"results file": output, "report": report, "judge cache": cache})
     except PathProblem as exc:
         raise _usage_error(str(exc)) from None
 

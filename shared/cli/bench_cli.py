@@ -204,7 +204,7 @@ def _check_bench_paths(inputs: list[Path], json_path: Path | None, report_path: 
     """No output over an input, no output that is a folder, no path given for two outputs."""
     try:
         for given in inputs:
-            check_run_paths(given, {"JSON file": json_path, "report": report_path})
+            check_run_paths({"INPUT": given}, {"JSON file": json_path, "report": report_path})
         if not inputs:
             for what, path in (("JSON file", json_path), ("report", report_path)):
                 if path is not None and path.is_dir():

@@ -72,13 +72,11 @@ def check_distinct(inputs: dict[str, Path], outputs: dict[str, Path | None]) -> 
                 )
 
 
-def check_run_paths(
-    input_path: Path, targets: dict[str, Path | None], *, inputs: dict[str, Path] | None = None
-) -> None:
-    """Check every path a run writes (``{"results file": path, ...}``; None = not written):
-    none may be the input, another file the run reads (``inputs``: ``{"--questions file":
-    path}``) or another of them, and each must be writable."""
-    check_distinct({"INPUT": input_path, **(inputs or {})}, targets)
+def check_run_paths(inputs: dict[str, Path], targets: dict[str, Path | None]) -> None:
+    """Check every path a command writes (``{"results file": path, ...}``; None = not written):
+    none may be a file it reads (``inputs``: ``{"INPUT": path, "--questions file": path}``) or
+    another of them, and each must be writable."""
+    check_distinct(inputs, targets)
     for what, path in targets.items():
         if path is not None:
             check_writable(path, what)

@@ -51,7 +51,7 @@ from .common import (
     out,
 )
 from .flags import options_from_flags, with_option_flags
-from .paths import PathProblem, check_distinct, check_writable
+from .paths import PathProblem, check_run_paths
 from .terminal import literal
 
 QUESTION_OPTIONS = ("n", "judge_path", "language", "context_budget", "retries", "concurrency")
@@ -244,10 +244,7 @@ def _read_against(
     inputs = {"SOURCES": input_path, **({"--against file": against} if against else {})}
     outputs = {"questions file": target, "judge cache": cache, "drift JSON": json_path}
     try:
-        check_distinct(inputs, outputs)
-        for what, path in outputs.items():
-            if path is not None:
-                check_writable(path, what)
+        check_run_paths(inputs, outputs)
     except PathProblem as exc:
         raise _usage_error(str(exc)) from None
     if json_path is not None and against is None:

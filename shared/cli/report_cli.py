@@ -25,6 +25,7 @@ from .common import (
     out,
     read_results_file,
 )
+from .paths import PathProblem, check_run_paths
 from .report import (
     ReportInfo,
     bill_from_rows,
@@ -104,10 +105,23 @@ def report_command(
         command=str(run.get("command") or ""),
         bill=bill_from_rows(rows),
     )
+    _check_report_path(path, results, input_path or Path(info.input_path))
     columns = Columns(source=source_column, summary=summary_column, id=id_column)
     sources = _sources(input_path or Path(info.input_path), input_path is not None, columns, rows)
     write_report(path, rows, keys, info, worst=worst, sources=sources)
     err.print(f"Report: {literal(path)}")
+
+
+def _check_report_path(path: Path, results: Path, input_path: Path) -> None:
+    """The report is written over neither the results nor the scored input (given, or the one
+    the run recorded), and can be written."""
+    read = {"RESULTS": results}
+    if str(input_path) not in ("", "."):
+        read["scored input"] = input_path
+    try:
+        check_run_paths(read, {"report": path})
+    except PathProblem as exc:
+        raise _usage_error(str(exc)) from None
 
 
 def _sources(path: Path, given: bool, columns: Columns, rows: list[Row]) -> dict[str, str]:
