@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from shared.cli.app import app
@@ -167,6 +168,30 @@ def test_report_command_reads_the_sources_again(tmp_path: Path) -> None:
     done = runner.invoke(app, ["report", str(results), "-o", str(page), "--input", str(other)])
     assert done.exit_code == 0 and "1 scored rows have no source" in " ".join(done.output.split())
     assert 'id="coverage-maps-none"' in page.read_text()
+
+
+def test_a_recorded_input_that_cannot_be_read_only_drops_the_maps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shared.cli.ray_engine
+
+    def no_pyarrow(*args: object) -> None:
+        raise ModuleNotFoundError("No module named 'pyarrow'")
+
+    monkeypatch.setattr(shared.cli.ray_engine, "read_any", no_pyarrow)
+    scored = tmp_path / "in.parquet"
+    scored.write_bytes(b"PAR1")
+    row = result_row("a", question("Cost?", "18 million euros", 5))
+    row["evidence"]["run"] = {"input": str(scored), "command": "summary-eval score in.parquet"}
+    results = tmp_path / "res.jsonl"
+    results.write_text(json.dumps(row) + "\n")
+    runner = CliRunner()
+    page = tmp_path / "a.html"
+    done = runner.invoke(app, ["report", str(results), "-o", str(page)])
+    assert done.exit_code == 0, done.output
+    assert 'id="coverage-maps-none"' in page.read_text()
+    given = runner.invoke(app, ["report", str(results), "--input", str(scored)])
+    assert given.exit_code == 2 and "--input: No module named 'pyarrow'" in given.output
 
 
 def test_report_command_never_writes_over_what_it_reads(tmp_path: Path) -> None:

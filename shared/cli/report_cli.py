@@ -134,7 +134,7 @@ def _sources(path: Path, given: bool, columns: Columns, rows: list[Row]) -> dict
         return {}
     try:
         inputs = read_any(path, columns, None)
-    except InputError as exc:
+    except (InputError, ImportError, OSError) as exc:  # Parquet without pyarrow, unreadable
         if given:
             raise _usage_error(f"--input: {exc}") from None
         return {}
