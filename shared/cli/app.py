@@ -273,7 +273,7 @@ def score(
     if flips is not None:
         _print_stability(all_rows, keys, flips)
     status = _finish(all_rows, output, report_path, skipped)
-    raise typer.Exit(status or verdict_status(all_rows, args.fail_under, args.inconclusive))
+    raise typer.Exit(status or verdict_status(all_rows, settings.fail_under, settings.inconclusive))
 
 
 def _checked_options(

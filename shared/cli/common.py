@@ -50,11 +50,13 @@ EXIT_INCONCLUSIVE = 4
 """``--fail-under``: no row fails, but a row's verdict over its judge samples is inconclusive."""
 EXIT_INTERRUPTED = 130
 
-ENABLE_HINT = (
-    "To score them, configure an OpenAI-compatible judge: --base-url URL --model NAME "
+JUDGE_HINT = (
+    "configure an OpenAI-compatible judge: --base-url URL --model NAME "
     "(vLLM, Ollama, llama.cpp, LM Studio…), or set OPENAI_API_KEY (and optionally "
     "OPENAI_MODEL / OPENAI_BASE_URL)."
 )
+"""How to give a command a judge."""
+ENABLE_HINT = f"To score them, {JUDGE_HINT}"
 
 
 err = Console(stderr=True, highlight=False)

@@ -54,11 +54,6 @@ UNIT_SHARE: dict[str, Any] = {"min": 0.0, "max": 1.0, "callback": finite}
 """What a flag that takes a finite number from 0 to 1 (a pass mark, a share) gives typer.Option."""
 
 
-def unit_share(help: str) -> Any:
-    """A flag that takes a finite number from 0 to 1 (a pass mark, a share)."""
-    return typer.Option(help=help, **UNIT_SHARE)
-
-
 # ---------------------------------------------------------------------------------------------
 # The judge's and the prices' flags
 # ---------------------------------------------------------------------------------------------

@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..core.checks import one_of
+
 Z_95 = 1.959963984540054
 """The standard normal quantile of 0.975: the 95 % two-sided interval."""
 
@@ -135,9 +137,7 @@ def samples_needed(dissenting: int, limit: int = 100) -> int | None:
 
 def check_inconclusive(value: object) -> InconclusiveAs:
     """``value`` if it names what an inconclusive verdict counts as, else a clear error."""
-    if value not in INCONCLUSIVE_AS:
-        raise ValueError(f"inconclusive must be 'pass' or 'fail', got {value!r}")
-    return value  # type: ignore[return-value]
+    return one_of(*INCONCLUSIVE_AS)("inconclusive", value)  # type: ignore[return-value]
 
 
 __all__ = [
