@@ -34,6 +34,7 @@ from shared.dimensions import (
     DimensionSettings,
     DimensionSpec,
     declare_dimension,
+    normalise_dimensions,
     register_dimension,
     unregister_dimension,
 )
@@ -192,3 +193,15 @@ def test_deepeval_has_its_metric(calm: DimensionSpec) -> None:
     assert metric.measure(LLMTestCase(input=SOURCE, actual_output=SUMMARY)) == 0.5
     assert metric.success and metric.score_breakdown["calm"] == 0.5
     assert metric.reason == "calm 0.50: 2 exclamation mark(s)"
+
+
+def test_all_dimensions_is_a_snapshot_of_the_registry() -> None:
+    """``dimensions=None`` is the registered names as a tuple, not the registry's live view: an
+    options object does not change when a dimension registers later, and it serialises."""
+    everything = normalise_dimensions(None)
+    assert type(everything) is tuple and json.loads(json.dumps(everything)) == list(everything)
+    register_dimension(CALM)
+    try:
+        assert "calm" not in everything and normalise_dimensions(None)[-1] == "calm"
+    finally:
+        unregister_dimension("calm")

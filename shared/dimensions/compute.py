@@ -45,7 +45,7 @@ from .spec import DimensionInput, dimension_options, dimension_spec, dimension_s
 def normalise_dimensions(dimensions: Iterable[str] | None) -> tuple[str, ...]:
     """Validate dimension names; keep report order; None means all of them."""
     if dimensions is None:
-        return DIMENSIONS
+        return tuple(DIMENSIONS)  # a snapshot, not the registry's live view
     if isinstance(dimensions, str):
         raise TypeError(f"dimensions must be a list of names, not one string ({dimensions!r})")
     names = list(dimensions)
