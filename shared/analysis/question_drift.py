@@ -83,13 +83,16 @@ def _brief(q: FrozenQuestion) -> dict[str, Any]:
     return {"question": q.question, "importance": q.importance}
 
 
-def _old_block(old: FrozenQuestions, source_id: str, key: str) -> tuple[FrozenQuestion, ...]:
+def _old_block(
+    old: FrozenQuestions, old_ids: dict[str, set[str]], source_id: str, key: str
+) -> tuple[FrozenQuestion, ...]:
     """The old questions of the same text wherever they are filed (ids shift: the rows of a
-    file without ids are numbered), else those of the same id (its text changed)."""
+    file without ids are numbered), else those of the same id (its text changed); ``old_ids``
+    is ``old.ids()``."""
     same_text = old.of_hash(key)
     if same_text:
         return same_text
-    hashes = old.ids().get(source_id)
+    hashes = old_ids.get(source_id)
     if hashes:
         chosen = sorted(hashes)[-1]
         return tuple(q for q in old.of_hash(chosen) if q.source_id == source_id)
@@ -143,11 +146,12 @@ def source_drift(
 
 def question_drift(old: FrozenQuestions, new: FrozenQuestions) -> list[SourceDrift]:
     """Per source of ``new`` (in its order), what changed from ``old``'s questions."""
+    old_ids = old.ids()
     out = []
     for key in new.hashes:
         after = new.of_hash(key)
         source_id = after[0].source_id
-        out.append(source_drift(source_id, key, _old_block(old, source_id, key), after))
+        out.append(source_drift(source_id, key, _old_block(old, old_ids, source_id, key), after))
     return out
 
 
