@@ -32,21 +32,28 @@ def naming(path: str | Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def replacing(path: Path, *, newline: str | None = None) -> Iterator[TextIO]:
-    """A UTF-8 text file written beside ``path`` and moved over it when the block ends: an error
-    (a full disk) leaves ``path`` as it was, removes the temporary file and names ``path``. The
-    new file is readable like any other (``mkstemp`` makes it private)."""
+def replaced_path(path: Path) -> Iterator[Path]:
+    """A temporary file beside ``path`` for the block to write, moved over ``path`` when the
+    block ends: an error (a full disk) leaves ``path`` as it was, removes the temporary file and
+    names ``path``. The new file is readable like any other (``mkstemp`` makes it private)."""
     with naming(path):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        os.close(fd)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as handle:
-                yield handle
+            yield Path(tmp)
             os.chmod(tmp, 0o644)
             os.replace(tmp, path)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def replacing(path: Path, *, newline: str | None = None) -> Iterator[TextIO]:
+    """:func:`replaced_path` for a UTF-8 text file: the handle to write it through."""
+    with replaced_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline=newline) as handle:
+        yield handle
 
 
 def write_json(path: Path, payload: Any) -> None:

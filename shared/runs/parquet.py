@@ -4,17 +4,14 @@ local engine's reader checks them, and a results writer with the face of
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..core import bounded_json
-from ..core.files import naming
+from ..core.files import replaced_path
 from ..core.redact import safe_record
 from .inputs import Columns, InputError, InputRow, row_from_record
 from .results import Row, columns
@@ -74,17 +71,8 @@ def _to_table(rows: Iterable[Row], keys: list[str], spread: bool = False) -> Any
 def _write_atomic(table: Any, path: Path) -> None:
     import pyarrow.parquet as pq
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        with naming(path):  # a full disk names the file
-            pq.write_table(table, tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+    with replaced_path(path) as tmp:  # a full disk names the file and leaves it as it was
+        pq.write_table(table, tmp)
 
 
 def read_parquet_results(output: Path) -> list[Row]:
