@@ -22,6 +22,7 @@ import numpy as np
 
 from ..core.subscores import SUB_SCORE_NAMES
 from ..evaluation.result import NO_JUDGE, SummaryEvaluation
+from ..runs.results import STATUS_OK, STATUS_UNSCORED
 from . import stats
 from .factdiff import FactDiff, fact_diff
 from .lookup import find
@@ -235,7 +236,7 @@ def _evaluation_row(row_id: str, ev: SummaryEvaluation) -> dict[str, Any]:
         "id": row_id,
         **ev.sub_scores(),
         "signature": ev.signature,
-        "status": "unscored" if unscored else "ok",
+        "status": STATUS_UNSCORED if unscored else STATUS_OK,
         "evidence": evidence,
     }
 

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..runs.results import STATUS_BAD_INPUT, STATUS_UNSCORED
 from .lookup import find
 
 NO_EVIDENCE = "no judge evidence"
@@ -180,7 +181,7 @@ def _unavailable(row: Mapping[str, Any]) -> str | None:
     """Why the row has no evidence to compare, or None. An unscored row's evidence may be
     partial, so it is not compared either."""
     status = row.get("status")
-    if status in ("unscored", "bad_input"):
+    if status in (STATUS_UNSCORED, STATUS_BAD_INPUT):
         return str(status)
     if not _items(row, "questions") and not _items(row, "claims"):
         return NO_EVIDENCE

@@ -28,6 +28,7 @@ from ..runs.parquet import (
     read_parquet_results,
 )
 from ..runs.results import (
+    STATUS_OK,
     ResultsWriter,
     Row,
     detect_result_format,
@@ -184,7 +185,7 @@ class RayEngine:
                     writer.append(row)
                     done[row["id"]] = row
                     counts["done"] += 1
-                    counts["failed"] += row.get("status") != "ok"
+                    counts["failed"] += row.get("status") != STATUS_OK
                     if counts["done"] % 100 == 0 or counts["done"] == len(plan.todo):
                         err.print(
                             f"scored {counts['done']}/{len(plan.todo)} ({counts['failed']} failed)"
