@@ -45,6 +45,8 @@ CONTEXT = 1
 """Sentences shown either side of a questioned sentence in a window."""
 SENTENCE_CHARS = 600
 """A shown sentence longer than this is cut (with "…"): one run-on line cannot swamp the map."""
+QUESTION_CHARS = 90
+"""A question in a sentence's tooltip longer than this is cut (with "…")."""
 COVERED_GRADE = 3
 """A grade from which a summary covers a question (below it the question is missed)."""
 
@@ -159,7 +161,7 @@ def _state(questions: Sequence[_Question]) -> str:
 def _title(number: int, questions: Sequence[_Question]) -> str:
     lines = [f"sentence {number}"]
     for q in sorted(questions, key=lambda q: -q.importance):
-        text = q.text if len(q.text) <= 90 else q.text[:89] + "…"
+        text = _clip(q.text, QUESTION_CHARS)
         who = ", ".join(q.by[:3]) + (", …" if len(q.by) > 3 else "")
         line = f"{text} (importance {q.importance}): covered by {q.covered} of {q.asked}"
         lines.append(f"{line} ({who})" if who and q.asked > 1 else line)
@@ -171,8 +173,8 @@ def _folded(count: int, after: bool) -> tuple[str, str, str]:
     return ("cm-gap", "", f"{' ' if after else ''}[… {count} sentence{'s' * (count > 1)} …] ")
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= SENTENCE_CHARS else text[: SENTENCE_CHARS - 1] + "…"
+def _clip(text: str, limit: int = SENTENCE_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def source_map(source: str, rows: Sequence[Row], anchor: str) -> SourceMap:
