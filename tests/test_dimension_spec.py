@@ -39,6 +39,7 @@ from shared.dimensions import (
     unregister_dimension,
 )
 from shared.dimensions.evidence import DimensionEvidence, DimensionResult
+from shared.dimensions.spec import reserve_option_names
 from shared.evaluation.options import OPTION_NAMES, ScoreOptions
 from shared.runs.results import evaluation_row, score_keys
 
@@ -205,3 +206,25 @@ def test_all_dimensions_is_a_snapshot_of_the_registry() -> None:
         assert "calm" not in everything and normalise_dimensions(None)[-1] == "calm"
     finally:
         unregister_dimension("calm")
+
+
+@pytest.mark.parametrize("name", ["beta", "language", "merged", "available", "calm_weight"])
+def test_an_option_may_not_take_a_name_the_options_or_settings_use(
+    calm: DimensionSpec, name: str
+) -> None:
+    """``beta`` (a run option), ``language`` (both), ``merged`` (a method of the options),
+    ``available`` (a property of the settings), ``calm_weight`` (another dimension's)."""
+    loud = declare_dimension(
+        About("loud", "nothing", "loud", "many exclamation marks"),
+        _calm,
+        options=(DimensionOption(name, 2.0, positive_number, "A weight.", "float"),),
+    )
+    with pytest.raises(ValueError, match=f"'loud': option\\(s\\) {name} already declared"):
+        register_dimension(loud)
+    assert "loud" not in SUB_SCORE_NAMES
+    assert ScoreOptions(beta=3.0).beta == 3.0 and ScoreOptions().calm_weight == 1.0
+
+
+def test_a_name_reserved_after_a_dimension_took_it_is_refused(calm: DimensionSpec) -> None:
+    with pytest.raises(ValueError, match="'calm': option\\(s\\) calm_weight already declared"):
+        reserve_option_names({"calm_weight"})

@@ -14,7 +14,7 @@ of non-redundancy, unless the user passes an ``embedder``, which is used for eve
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,13 @@ from .nlp import (
     load_pipeline,
     pipeline_id,
 )
-from .spec import DimensionInput, dimension_options, dimension_spec, dimension_specs
+from .spec import (
+    DimensionInput,
+    dimension_options,
+    dimension_spec,
+    dimension_specs,
+    reserve_option_names,
+)
 
 
 def normalise_dimensions(dimensions: Iterable[str] | None) -> tuple[str, ...]:
@@ -187,6 +193,13 @@ class DimensionSettings:
             parts.append(f"emb:{embedder_id(self.resolved_embedder())}")
         parts += [s.signature(self) for s in specs if s.signature and s.needs_embeddings]
         return "".join(f"|{part}" for part in parts)
+
+
+# a dimension's option is read as an attribute of the settings: none may be named like their own
+reserve_option_names(
+    {f.name for f in fields(DimensionSettings)}
+    | {name for name in dir(DimensionSettings) if not name.startswith("_")}
+)
 
 
 @dataclass(frozen=True)

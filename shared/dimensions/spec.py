@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
@@ -196,13 +196,31 @@ def declare_dimension(
 # ---------------------------------------------------------------------------------------------
 
 
-def register_dimension(spec: DimensionSpec) -> DimensionSpec:
-    """Register ``spec`` after the dimensions already registered (the report's order); its
-    options must not share a name with another option. Returns it."""
-    taken = {o.name for o in dimension_options()}
+_RESERVED: set[str] = set()
+"""Names no dimension's option may take (:func:`reserve_option_names`)."""
+
+
+def reserve_option_names(names: Iterable[str]) -> None:
+    """Keep ``names`` from the dimensions' options: the names the options' and the settings'
+    classes use themselves (their own options, methods and properties), which a dimension's
+    option of that name would silently take the place of, or break; a dimension registered
+    before with such an option is an error here."""
+    names = set(names)
+    for spec in dimension_specs():
+        _refuse_clash(spec, names)
+    _RESERVED.update(names)
+
+
+def _refuse_clash(spec: DimensionSpec, taken: set[str]) -> None:
     clash = sorted(taken & {o.name for o in spec.options})
     if clash:
         raise ValueError(f"{spec.name!r}: option(s) {', '.join(clash)} already declared")
+
+
+def register_dimension(spec: DimensionSpec) -> DimensionSpec:
+    """Register ``spec`` after the dimensions already registered (the report's order); its
+    options must not share a name with another option, nor with a reserved name. Returns it."""
+    _refuse_clash(spec, {o.name for o in dimension_options()} | _RESERVED)
     register_sub_score(spec)
     return spec
 
@@ -285,6 +303,7 @@ __all__ = [
     "dimension_spec",
     "dimension_specs",
     "register_dimension",
+    "reserve_option_names",
     "score_fields",
     "sync_fields",
     "unregister_dimension",

@@ -53,6 +53,7 @@ from ..dimensions import (
     normalise_dimensions,
 )
 from ..dimensions.pipelines import check_spacy_model
+from ..dimensions.spec import reserve_option_names
 from ..judge.server import (  # the judge owns its defaults; re-exported
     DEFAULT_CONTEXT_BUDGET,
     DEFAULT_TIMEOUT,
@@ -504,6 +505,12 @@ def check_names(options: Iterable[str]) -> None:
             f"expected some of {', '.join(sorted(OPTION_NAMES))}"
         )
 
+
+# a dimension's option becomes a field of ScoreOptions: none may be named like its own names
+reserve_option_names(
+    {name for name in dir(ScoreOptions) if not name.startswith("_")}
+    - {o.name for o in dimension_options()}
+)
 
 DEFAULTS = ScoreOptions()
 """Every option at its default (``DEFAULTS.n``, ...): what adapters and the CLI default to."""
