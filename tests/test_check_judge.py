@@ -53,13 +53,23 @@ def test_a_good_judge_passes_every_line() -> None:
     assert result.exit_code == 0
 
 
-def test_a_small_context_window_is_a_caveat_with_the_budget_to_use() -> None:
+def test_a_small_context_window_is_fitted_not_a_caveat() -> None:
+    """An 8,192-token slot (llama.cpp -c 16384 -np 2): scoring fits its budget to it by itself
+    (``_fit_context``), so the check says so and stays usable without a caveat."""
     with stub_server(context_window=8192) as url:
         result = check_judge(OpenAIJudge("fake-judge", base_url=url, api_key="t"))
     line = next(line for line in result.lines if line.name == "context window")
-    assert line.status == "caveat"
-    assert "context_budget=6144" in line.advice
+    assert line.status == "ok", result.format()
+    assert "6144" in line.detail and "fits" in line.detail
     assert result.context_window == 8192
+    assert result.exit_code == 0
+
+
+def test_a_window_too_small_for_the_smallest_budget_is_a_caveat() -> None:
+    with stub_server(context_window=3000) as url:
+        result = check_judge(OpenAIJudge("fake-judge", base_url=url, api_key="t"))
+    line = next(line for line in result.lines if line.name == "context window")
+    assert line.status == "caveat" and "raise the server's context" in line.advice
     assert result.exit_code == 1
 
 

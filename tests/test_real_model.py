@@ -16,16 +16,14 @@ import json
 import math
 import os
 import re
-import socket
-import subprocess
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from llama_server import llama_server as start_server
 
 from shared import OpenAIJudge, SQLiteStore, score_summaries
 
@@ -43,20 +41,6 @@ REASON = re.compile(r"still invalid|judge call failed|truncated|coverage is unde
 """What an unscored row's reason names: the judge step that failed and why."""
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A llama-server on 127.0.0.1 (free port, 32768 context over 4 slots, 2 threads, or
@@ -65,30 +49,10 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     binary, gguf = os.environ.get(SERVER_ENV), os.environ.get(MODEL_ENV)
     if not (binary and gguf and Path(binary).exists() and Path(gguf).exists()):
         pytest.skip(f"set {SERVER_ENV} and {MODEL_ENV} (scripts/real_model_setup.sh prints them)")
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("llama") / "server.log"
-    log = log_path.open("wb")
-    command = [binary, "-m", gguf, "--host", "127.0.0.1", "--port", str(port)]
-    threads = os.environ.get("SUMMARY_EVAL_LLAMA_THREADS", "2")
-    command += ["-c", "32768", "-np", "4", "-t", threads, "--alias", MODEL]
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    root = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    try:
-        while not _healthy(root):
-            if process.poll() is not None:
-                pytest.fail(f"llama-server exited ({process.returncode}): {log_path.read_text()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama-server not healthy within 180 s: {log_path}")
-            time.sleep(0.5)
-        yield f"{root}/v1"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+    with start_server(
+        binary, gguf, MODEL, ["-c", "32768", "-np", "4"], tmp_path_factory.mktemp("llama")
+    ) as url:
+        yield url
 
 
 def _rows() -> list[dict[str, Any]]:

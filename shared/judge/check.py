@@ -225,17 +225,26 @@ async def _check_context_window(inner: Any, result: JudgeCheck) -> None:
                 "(context_budget in Python)",
             )
         )
+    elif window - REPLY_ROOM < MIN_CONTEXT_BUDGET:
+        result.lines.append(
+            CheckLine(
+                "context window",
+                "caveat",
+                f"{window} tokens, less than the smallest prompt budget "
+                f"({MIN_CONTEXT_BUDGET}) plus room for the reply ({REPLY_ROOM})",
+                "raise the server's context "
+                "(llama.cpp: -c, shared by -np slots; Ollama: num_ctx; vLLM: --max-model-len)",
+            )
+        )
     elif window - REPLY_ROOM < DEFAULT_CONTEXT_BUDGET:
         budget = context_budget_for(window, DEFAULT_CONTEXT_BUDGET)
         result.lines.append(
             CheckLine(
                 "context window",
-                "caveat",
-                f"{window} tokens, less than the default prompt budget "
-                f"({DEFAULT_CONTEXT_BUDGET}) plus room for the reply",
-                f"pass --context-budget {budget} (context_budget={budget} in Python), or "
-                "raise the server's context "
-                "(llama.cpp: -c, shared by -np slots; Ollama: num_ctx; vLLM: --max-model-len)",
+                "ok",
+                f"{window} tokens: scoring fits its prompt budget to it ({budget} estimated "
+                f"tokens instead of {DEFAULT_CONTEXT_BUDGET}; longer sources are split) unless "
+                "you pass --context-budget (context_budget in Python)",
             )
         )
     else:
