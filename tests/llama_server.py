@@ -36,19 +36,11 @@ def healthy(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def llama_server(
-    binary: str, gguf: str, alias: str, args: Sequence[str], log_dir: Path
-) -> Iterator[str]:
-    """Yield the OpenAI base URL of a llama-server serving ``gguf`` as ``alias`` with ``args``
-    (context, slots), with SUMMARY_EVAL_LLAMA_THREADS threads (default 2; on a busy machine 1
-    is faster)."""
-    port = free_port()
+def running(command: Sequence[str], port: int, log_dir: Path) -> Iterator[str]:
+    """Run a llama-server ``command`` listening on ``port``; yield its root URL once healthy."""
     log_path = log_dir / "server.log"
-    threads = os.environ.get("SUMMARY_EVAL_LLAMA_THREADS", "2")
-    command = [binary, "-m", gguf, "--host", "127.0.0.1", "--port", str(port), "-t", threads]
-    command += ["--alias", alias, *args]
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(list(command), stdout=log, stderr=subprocess.STDOUT)
         root = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + LOAD_LIMIT
         try:
@@ -60,10 +52,24 @@ def llama_server(
                 if time.monotonic() > deadline:
                     pytest.fail(f"llama-server not healthy within {LOAD_LIMIT} s: {log_path}")
                 time.sleep(0.5)
-            yield f"{root}/v1"
+            yield root
         finally:
             process.terminate()
             try:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+@contextlib.contextmanager
+def llama_server(
+    binary: str, gguf: str, alias: str, args: Sequence[str], log_dir: Path
+) -> Iterator[str]:
+    """Yield the OpenAI base URL of a llama-server serving ``gguf`` as ``alias`` with ``args``
+    (context, slots), with SUMMARY_EVAL_LLAMA_THREADS threads (default 2; on a busy machine 1
+    is faster)."""
+    port = free_port()
+    threads = os.environ.get("SUMMARY_EVAL_LLAMA_THREADS", "2")
+    command = [binary, "-m", gguf, "--host", "127.0.0.1", "--port", str(port), "-t", threads]
+    with running([*command, "--alias", alias, *args], port, log_dir) as root:
+        yield f"{root}/v1"

@@ -23,12 +23,11 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from llama_server import free_port, running
 
 from tests.conftest import sigint_default
 
@@ -62,22 +61,6 @@ def test_the_recipe_block_is_what_this_file_runs() -> None:
     assert f"http://127.0.0.1:{DOC_PORT}/v1" in score
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _healthy(root: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{root}/health", timeout=5) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @pytest.fixture
 def recipe_server(tmp_path: Path) -> Iterator[str]:
     """The recipe's llama-server on a free port; yields its port once healthy."""
@@ -85,29 +68,12 @@ def recipe_server(tmp_path: Path) -> Iterator[str]:
     if not (binary and gguf and Path(binary).exists() and Path(gguf).exists()):
         pytest.skip(f"set {SERVER_ENV} and {MODEL_ENV} (scripts/real_model_setup.sh prints them)")
     server, _ = recipe()
-    port = str(_free_port())
+    port = free_port()
     command = [binary] + [
-        gguf if arg == "MODEL.gguf" else port if arg == DOC_PORT else arg for arg in server[1:]
+        gguf if arg == "MODEL.gguf" else str(port) if arg == DOC_PORT else arg for arg in server[1:]
     ]
-    log_path = tmp_path / "server.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        root = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 180
-        try:
-            while not _healthy(root):
-                if process.poll() is not None:
-                    pytest.fail(f"llama-server exited: {log_path.read_text()[-2000:]}")
-                if time.monotonic() > deadline:
-                    pytest.fail(f"llama-server not healthy within 180 s: {log_path}")
-                time.sleep(0.5)
-            yield port
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+    with running(command, port, tmp_path):
+        yield str(port)
 
 
 def _run_recipe(port: str, workdir: Path, deadline_s: float) -> tuple[list[dict], str, float]:
