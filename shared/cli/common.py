@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from ..core.redact import command_line, redact_url
@@ -39,7 +38,7 @@ from .table import (
     pass_text,
     results_table,
 )
-from .terminal import _in_flags, literal, plain
+from .terminal import _in_flags, console, literal, plain
 
 EXIT_OK = 0
 EXIT_ROWS_FAILED = 1
@@ -59,8 +58,8 @@ JUDGE_HINT = (
 ENABLE_HINT = f"To score them, {JUDGE_HINT}"
 
 
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+err = console(stderr=True)
+out = console()
 
 
 def default_cache_path() -> Path:
