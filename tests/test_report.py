@@ -424,3 +424,97 @@ def test_coverage_map_renders_for_a_short_and_a_chunked_long_source(tmp_path: Pa
     # both shades are drawn, below the legend: the maps' sentences, not only the legend's
     legend = min(covered)
     assert any(y > legend + 40 for y in covered) and any(y > legend + 40 for y in missed)
+
+
+# --- the overview first, every mark labelled (issue 43, item 13) ------------------------------
+
+
+def _overview_page() -> str:
+    weakest = "The postman won 3 medals."
+    marked = row(
+        "marked",
+        score=0.3,
+        summary=f"The dog bit the postman. {weakest}",
+        evidence={
+            "questions": [
+                {
+                    "question": "Who was bitten?",
+                    "importance": 3,
+                    "reference_answer": "The postman was bitten.",
+                    "summary_answer": "",
+                    "grade": 4,
+                    "counted": True,
+                    "sentence": 1,
+                }
+            ],
+            "dimension_evidence": {
+                "grounding": {
+                    "score": 0.4,
+                    "reason": "least supported: sentence 2",
+                    "least_supported": 2,
+                    "sentences": [
+                        {"index": 1, "sentence": "The dog bit the postman.", "support": 0.9},
+                        {
+                            "index": 2,
+                            "sentence": weakest,
+                            "support": 0.2,
+                            "failed": ["'3'"],
+                            "best_source": "The dog bit the postman on Monday.",
+                        },
+                    ],
+                    "unsupported": [
+                        {
+                            "text": "3",
+                            "label": "CARDINAL",
+                            "sentence": weakest,
+                            "supported": False,
+                            "how": "not in the source",
+                        }
+                    ],
+                }
+            },
+        },
+    )
+    plain = row("plain", score=0.9, evidence=marked["evidence"] | {"dimension_evidence": {}})
+    sources = {"marked": "The dog bit the postman on Monday.", "plain": "The postman was bitten."}
+    rows = [marked, plain, row("broken", status="bad_input", error="line 3 is not valid JSON")]
+    return render_report(rows, KEYS, ReportInfo(judge="x", threshold=0.5), sources=sources)
+
+
+def test_the_report_opens_with_an_overview_that_links_every_section_and_map() -> None:
+    page = _overview_page()
+    body = page[page.index("<body>") :]
+    start = body.index('<section id="at-a-glance">')
+    overview = body[start : body.index("</section>", start)]
+    assert start < body.index('id="run-facts"')  # first, before the run's facts and every section
+    assert re.findall(r"<h2[ >]", body[:start]) == []
+    text = " ".join(re.sub(r"<[^>]+>", "", overview).split())
+    assert "3 rows: 2 scored, 0 unscored, 1 bad input." in text
+    assert "Pass mark 0.5: 1 pass, 1 FAIL, 0 inconclusive." in text
+    assert "Means: score 0.600" in text  # the headline's mean over the scored rows
+    targets = re.findall(r'href="#([\w-]+)"', overview)
+    for section in ("run-facts", "statistics", "distributions", "worst-summaries"):
+        assert section in targets
+    assert {"coverage-maps", "rows-not-scored"} <= set(targets)
+    maps = re.findall(r'<details class="coverage-map" id="([\w-]+)"', page)
+    assert len(maps) == 2 and set(maps) <= set(targets)  # each source's map
+    for target in targets:
+        assert f'id="{target}"' in page, target
+
+
+def test_every_mark_is_labelled_where_it_appears() -> None:
+    page = _overview_page()
+    parts = page.split('<div class="card worst-summary" data-id="')[1:]
+    cards = {part.split('"', 1)[0]: part.split('<h2 id="coverage-maps">')[0] for part in parts}
+    marked = cards["marked"]
+    after_text = marked[marked.index('<div class="summary-text">') :]
+    legend = re.search(r'</div>\s*<p class="mark-legend[^"]*">(.*?)</p>', after_text, re.S)
+    assert legend, "no legend right under the summary text"
+    words = " ".join(re.sub(r"<[^>]+>", "", legend.group(1)).split())
+    assert "marked red: a name, number or date the source does not state" in words
+    assert "wavy orange underline: the sentence whose items the source supports least" in words
+    assert '<mark class="unsupported">' in legend.group(1)  # the mark itself, as the text shows it
+    assert '<span class="least-supported">' in legend.group(1)
+    assert "mark-legend" not in cards["plain"]  # no mark, no legend
+    for one_map in re.findall(r'<details class="coverage-map".*?</details>', page, re.S):
+        assert re.search(r'<p class="cm-legend[^"]*">Shaded: <span class="cm-c">', one_map)

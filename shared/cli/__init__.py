@@ -60,6 +60,11 @@ def main() -> None:
     A full disk ends the run with one line naming the file and exit 2 (the rows already written
     are kept, and the same command finishes the run); a reader that closes stdout is not an
     error (exit 0, nothing printed about it)."""
+    if sys.argv[1:] == ["--version"]:  # answered before the commands (and what they use) load
+        from .._version import __version__
+
+        print(f"summary-eval {__version__}")
+        return
     from ..core.files import is_disk_full
     from .app import app
 

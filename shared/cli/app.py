@@ -42,6 +42,7 @@ from .common import (
     default_output,
     default_report,
     err,
+    flip_mark,
     out,
     pass_mark,
     run_report_info,
@@ -139,7 +140,8 @@ class ScoreFlags:
     )
     flip_threshold: float = flag(
         RUN_DEFAULTS.flip_threshold,
-        "With --samples k > 1: pass mark for the share of rows that flip.",
+        "With --samples k > 1: the pass mark at which rows that flip between samples are "
+        "counted (default: the run's pass mark, --threshold or --fail-under; without one, 0.5).",
         **flags.UNIT_SHARE,
     )
     cache: Path | None = flag(None, "SQLite judge cache (default: the user's cache directory).")
@@ -263,7 +265,9 @@ def score(
     all_rows = _run(engine_, job, output)
     bill = _print_bill(judge) if engine_.judge_calls_here else ""
     skipped = _skipped(keys) if judge is None else []
-    flips = args.flip_threshold if options.samples > 1 and judge is not None else None
+    flips = None
+    if options.samples > 1 and judge is not None:
+        flips = flip_mark(args.flip_threshold, "flip_threshold" in given, threshold)
     if report_path is not None:
         info = run_report_info(input_path, output, judge_text, skipped, threshold, flips)
         info.bill = bill
@@ -271,7 +275,7 @@ def score(
         write_report(report_path, all_rows, keys, info, worst=args.worst, sources=sources)
     _print_table(all_rows, keys, threshold)
     if flips is not None:
-        _print_stability(all_rows, keys, flips)
+        _print_stability(all_rows, keys, flips, threshold)
     status = _finish(all_rows, output, report_path, skipped)
     raise typer.Exit(status or verdict_status(all_rows, settings.fail_under, settings.inconclusive))
 

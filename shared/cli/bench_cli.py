@@ -35,11 +35,12 @@ from ..judge.server import DEFAULT_MODEL
 from . import flags
 from .flags import flag
 from .paths import PathProblem, check_run_paths
+from .terminal import console as _console
 
 EXIT_OK, EXIT_METRIC_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+err = _console(stderr=True)
+out = _console()
 
 
 def _usage_error(message: str) -> typer.Exit:

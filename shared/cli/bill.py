@@ -6,7 +6,10 @@ of calls follows the pipeline as it is (questions shared by the summaries of one
 call per step, the judge samples), prompt tokens are the prompts' own (estimated with
 :func:`shared.core.tokens.estimate_tokens`, plus the judge's system message), and completion tokens
 are the fake's answers, a stand-in for a real model's (which writes more when it explains
-more). The estimate ignores the cache: a rerun pays only for what is not cached.
+more). The summaries' sentences are split offline (:func:`shared.dimensions.compute.split_only`),
+so an estimate loads no text model (``--dry-run`` loads none at all); spaCy's split, which the
+run uses, may differ by a sentence here and there. The estimate ignores the cache: a rerun pays
+only for what is not cached.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pydantic import BaseModel
 from ..core.pricing import Prices
 from ..core.tokens import estimate_tokens
 from ..core.usage import format_usage
+from ..dimensions.compute import split_only
 from ..evaluation.options import ScoreOptions
 
 T = TypeVar("T", bound=BaseModel)
@@ -95,7 +99,8 @@ def estimate_run(
     # only the dimensions that call the judge: the others cost no call and much CPU
     judged = [d for d in options.dimensions if d in JUDGED_DIMENSIONS]
     run_options = options.merged(dimensions=judged, cache=False)
-    asyncio.run(ascore_summaries(counted, judge=judge, options=run_options))
+    with split_only():  # the judge's sentences, split offline: no text model is loaded for them
+        asyncio.run(ascore_summaries(counted, judge=judge, options=run_options))
     scale = 1.0
     if len(counted) < len(pairs):
         size = sum(len(s) + len(m) for s, m in counted) or 1

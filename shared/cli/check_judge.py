@@ -10,17 +10,16 @@ import asyncio
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from ..evaluation.options import DEFAULT_TIMEOUT
 from ..judge.check import acheck_judge, check_reachable
 from . import flags
-from .terminal import literal, plain
+from .terminal import console, literal, plain
 
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+err = console(stderr=True)
+out = console()
 
 STYLE = {"ok": "green", "caveat": "yellow", "fail": "bold red"}
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from ..core.redact import command_line, redact_url
@@ -39,7 +38,7 @@ from .table import (
     pass_text,
     results_table,
 )
-from .terminal import _in_flags, literal, plain
+from .terminal import _in_flags, console, literal, plain
 
 EXIT_OK = 0
 EXIT_ROWS_FAILED = 1
@@ -59,8 +58,8 @@ JUDGE_HINT = (
 ENABLE_HINT = f"To score them, {JUDGE_HINT}"
 
 
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+err = console(stderr=True)
+out = console()
 
 
 def default_cache_path() -> Path:
@@ -321,10 +320,13 @@ def _print_bill(judge: Any) -> str:
     return text
 
 
-def _print_stability(rows: list[Row], keys: list[str], threshold: float) -> None:
+def _print_stability(
+    rows: list[Row], keys: list[str], threshold: float, pass_mark: float | None = None
+) -> None:
     """With --samples k > 1: how much one row moves between judge samples, per sub-score, and
     how many rows a single run could have put on the other side of ``threshold`` (the report's
-    stability section, :func:`.report.stability_section`, in words)."""
+    stability section, :func:`.report.stability_section`, in words); a ``threshold`` that is not
+    the run's ``pass_mark`` is said to be --flip-threshold's."""
     section = stability_section(rows, keys, threshold)
     if section is None:
         return
@@ -333,7 +335,17 @@ def _print_stability(rows: list[Row], keys: list[str], threshold: float) -> None
         for s in section["spread"]
     ]
     out.print(f"Spread over judge samples (mean sd per row): {'; '.join(parts)}.")
-    out.print(f"Pass/fail flips: {section['flips']}.")
+    why = ""
+    if pass_mark is not None and pass_mark != threshold:
+        why = f" (--flip-threshold {threshold:g}, not the run's pass mark {pass_mark:g})"
+    out.print(f"Pass/fail flips: {section['flips']}{why}.")
+
+
+def flip_mark(flip_threshold: float, given: bool, threshold: float | None) -> float:
+    """The pass mark the flips between judge samples are counted at: ``--flip-threshold`` when
+    given, else the run's own pass mark (``--threshold`` or ``--fail-under``), else
+    ``--flip-threshold``'s default."""
+    return flip_threshold if given or threshold is None else threshold
 
 
 def pass_mark(

@@ -16,7 +16,6 @@ from typing import Annotated
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -34,14 +33,14 @@ from ..core.files import write_json
 from ..core.redact import command_line
 from .common import _usage_error, read_results_file
 from .compare_facts import print_facts, render_facts_html
-from .terminal import literal, plain
+from .terminal import console, literal, plain
 
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
 EXIT_USAGE = 2
 
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+err = console(stderr=True)
+out = console()
 
 
 def _check_outputs(inputs: dict[str, Path], outputs: dict[str, Path | None]) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -47,7 +48,11 @@ legacy ``SummarizationScore``'s three schemas, with the same names and fields.""
 
 
 def peer_schemas() -> list[type[BaseModel]]:
-    """The peers' schemas of whichever framework is installed (none is required)."""
+    """The peers' schemas of whichever framework is installed (none is required). DeepEval,
+    imported only for its schema classes, is kept from writing ``./.deepeval/`` into the working
+    folder (it creates it on import while its telemetry is on): its telemetry is off in this
+    process unless the environment already says otherwise."""
+    os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")
     found: list[type[BaseModel]] = []
     for module_name, names in PEER_SCHEMAS.items():
         try:
@@ -62,9 +67,12 @@ def peer_schemas() -> list[type[BaseModel]]:
 
 
 def serve(port: int, announce: Callable[[str], None], stop: threading.Event) -> None:
-    """Serve until ``stop`` is set (the command sets it on Ctrl-C); ``announce`` gets the URL."""
+    """Serve until ``stop`` is set (the command sets it on Ctrl-C); ``announce`` gets the URL.
+
+    The peers' schemas are imported on the first request that is none of this project's
+    prompts: a stub serving only ``summary-eval`` starts at once and imports no framework."""
     from ..testing import stub_server
 
-    with stub_server(schemas=peer_schemas(), port=port) as url:
+    with stub_server(more_schemas=peer_schemas, port=port) as url:
         announce(url)
         stop.wait()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 
 from ..core.redact import redact
@@ -54,3 +55,31 @@ def _in_flags(message: str) -> str:
     for python, flag in _FLAG_WORDS.items():
         message = message.replace(python, flag)
     return message
+
+
+PIPED_WIDTH = 10_000
+"""The width a console prints at when its stream is no terminal (a pipe, a file) and
+``COLUMNS`` is not set: whole lines, so ``| grep`` and ``> log`` see each line as one."""
+
+
+class WholeLines(Console):
+    """A rich console that wraps at the terminal's width on a terminal, and prints whole lines
+    (:data:`PIPED_WIDTH`) when its stream is piped or redirected; an exported ``COLUMNS`` (or a
+    ``width=``) still decides. Checked at each print, so a stream swapped later counts."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self._width is None and "COLUMNS" not in self._environ and not self.is_terminal:
+            return ConsoleDimensions(PIPED_WIDTH, size.height)
+        return size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
+def console(*, stderr: bool = False) -> Console:
+    """The console of a command's stdout (or ``stderr``): no highlighting, whole lines when
+    piped (:class:`WholeLines`)."""
+    return WholeLines(stderr=stderr, highlight=False)

@@ -13,13 +13,15 @@ of non-redundancy, unless the user passes an ``embedder``, which is used for eve
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
-from ..prompts import StyleReview
+from ..prompts import StyleReview, split_sentences
 from .embedding import DEFAULT_EMBEDDING_MODEL, default_embedder, embedder_id, unit_rows
 from .evidence import (
     DIMENSIONS,
@@ -46,6 +48,21 @@ from .spec import (
     dimension_specs,
     reserve_option_names,
 )
+
+_SPLIT_ONLY: ContextVar[bool] = ContextVar("split_only", default=False)
+
+
+@contextmanager
+def split_only() -> Iterator[None]:
+    """Inside it (this context, and the tasks and worker threads it starts), the text analysis is
+    the offline sentence split (:func:`shared.prompts.split_sentences`) and nothing else: no
+    spaCy, NLTK or embedding model is loaded. The dimensions that need more are then None. For
+    counting what a run asks its judge (the command line's estimate), never for scores."""
+    token = _SPLIT_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _SPLIT_ONLY.reset(token)
 
 
 def normalise_dimensions(dimensions: Iterable[str] | None) -> tuple[str, ...]:
@@ -164,7 +181,7 @@ class DimensionSettings:
 
     @property
     def _checks_english(self) -> bool:
-        return self.needs_spacy and self.language in (None, "en")
+        return self.needs_spacy and self.language in (None, "en") and not _SPLIT_ONLY.get()
 
     def check_available(self) -> None:
         """Load the English spaCy pipeline now, so a missing one fails before any judge call
@@ -231,6 +248,12 @@ def analyse_spacy(
     """
     if not settings.needs_spacy:
         return [None] * len(texts)
+    if _SPLIT_ONLY.get():
+        langs = languages or ["en"] * len(texts)
+        return [
+            TextAnalysis(sentences=split_sentences(text), language=language)
+            for text, language in zip(texts, langs, strict=True)
+        ]
     if languages is None:
         return _analyse_language(list(texts), "en", settings)
     groups: dict[str, list[int]] = {}
@@ -294,6 +317,9 @@ def add_embeddings(
     """
     if not settings.needs_embeddings:
         return [SummaryAnalysis(text=a) for a in analyses]
+    if _SPLIT_ONLY.get():
+        unembedded = "not embedded: sentences only"
+        return [SummaryAnalysis(text=a, embed_error=unembedded) for a in analyses]
     skipped = [
         None if a is None or settings.embeds(a.language) else _embed_skip_reason(a.language)
         for a in analyses

@@ -24,6 +24,7 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -206,8 +207,30 @@ def is_loaded(name: str) -> bool:
 
 
 def pipeline_id(name: str) -> str:
-    """``<name>-<version>`` for the signature (loads the pipeline if needed)."""
-    return f"{name}-{load_pipeline(name).meta.get('version', '?')}"
+    """``<name>-<version>`` for the signature: the version the installed package's
+    ``meta.json`` states (what the loaded pipeline's ``meta`` says, read without importing
+    spaCy, so a signature costs no model load), else the loaded pipeline's (a path, say)."""
+    version = None if name in _pipelines else _package_version(name)
+    if version is None:
+        version = load_pipeline(name).meta.get("version", "?")
+    return f"{name}-{version}"
+
+
+def _package_version(name: str) -> str | None:
+    """The ``version`` in the ``meta.json`` of the installed pipeline package ``name``; None
+    when ``name`` is no installed package or its meta says none."""
+    import importlib.util
+    import json
+
+    try:
+        spec = importlib.util.find_spec(name) if name.isidentifier() else None
+        if spec is None or spec.origin is None:
+            return None
+        meta = json.loads((Path(spec.origin).parent / "meta.json").read_text(encoding="utf-8"))
+    except (ImportError, ValueError, OSError):
+        return None
+    version = meta.get("version") if isinstance(meta, dict) else None
+    return version if isinstance(version, str) and version else None
 
 
 def word_tokenize(sentence: str) -> list[str]:

@@ -59,6 +59,7 @@ def stub_server(
     before_answer: Callable[[dict[str, Any]], None] | None = None,
     raw_reply: tuple[str, str] | None = None,
     tokens_per_s: float | None = None,
+    more_schemas: Callable[[], Sequence[type[BaseModel]]] | None = None,
 ) -> Iterator[StubURL]:
     """Serve ``/v1/chat/completions`` (and ``GET /v1/models``) on 127.0.0.1 (``port``; 0 = a
     free one) through ``judge``.
@@ -83,7 +84,9 @@ def stub_server(
     received), ``prompt_tokens``, ``cached_tokens``, ``completion_tokens``; ``url.replies``
     lists each answered request's counts and ``json_schema`` name. ``tokens_per_s`` reports
     that generation speed in llama.cpp's ``timings.predicted_per_second``. ``url.auth`` holds
-    each chat request's ``Authorization`` header.
+    each chat request's ``Authorization`` header. ``more_schemas()`` returns more models like
+    ``schemas``, called once, on the first request that is none of this project's prompts (so a
+    server started for them alone never imports what they come from).
     """
     state = _Stub(
         fake=judge if judge is not None else FakeJudge(),
@@ -98,6 +101,7 @@ def stub_server(
         before_answer=before_answer,
         raw_reply=raw_reply,
         tokens_per_s=tokens_per_s,
+        more=more_schemas,
     )
     server = _QuietServer(("127.0.0.1", port), _Handler)
     server.stub = state
@@ -135,7 +139,9 @@ class _Stub:
     before_answer: Callable[[dict[str, Any]], None] | None
     raw_reply: tuple[str, str] | None
     tokens_per_s: float | None
+    more: Callable[[], Sequence[type[BaseModel]]] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    more_lock: threading.Lock = field(default_factory=threading.Lock)
     seen: list[dict[str, Any]] = field(default_factory=list)
     reported: dict[str, int] = field(
         default_factory=lambda: dict.fromkeys(
@@ -186,6 +192,7 @@ class _Stub:
         prompt = "\n\n".join(
             _message_text(m.get("content")) for m in messages if m.get("role") == "user"
         )
+        self.load_more(request, prompt)
         schema = _schema_for(request, prompt, self.known)
         if schema is None:
             sent = (
@@ -200,6 +207,19 @@ class _Stub:
         if getattr(self.fake, "vary_by_seed", False) and isinstance(seed, int):
             return self.fake.answer_text(prompt, schema, seed)
         return self.fake.answer_text(prompt, schema)  # overrides of (prompt, schema) keep working
+
+    def load_more(self, request: dict[str, Any], prompt: str) -> None:
+        """Add ``more()``'s schemas to the known ones, once, when ``request`` is none of this
+        project's prompts (a peer's)."""
+        if self.more is None:
+            return
+        name = ((request.get("response_format") or {}).get("json_schema") or {}).get("name")
+        if name in self.known or p.task_of(prompt) in p.SCHEMA_FOR_TASK:
+            return
+        with self.more_lock:  # a second peer's request waits for the first one's load
+            if self.more is not None:
+                self.known = {**self.known, **{s.__name__: s for s in self.more()}}
+                self.more = None
 
     def completion(self, request: dict[str, Any], content: str) -> dict[str, Any]:
         """The chat completion answering ``request`` with ``content``, its usage counted."""
