@@ -30,7 +30,7 @@ from ..analysis.comparison import (
     Gate,
     format_p,
 )
-from ..core.files import write_json
+from ..core.files import write_json, write_text
 from ..core.redact import command_line
 from .common import _usage_error, read_results_file
 from .compare_facts import print_facts, render_facts_html
@@ -297,8 +297,7 @@ def render_compare_report(result: Comparison, info: CompareInfo, *, worst: int =
 def write_compare_report(
     path: Path, result: Comparison, info: CompareInfo, *, worst: int = 10
 ) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_compare_report(result, info, worst=worst), encoding="utf-8")
+    write_text(path, render_compare_report(result, info, worst=worst))  # no secret on the page
     return path
 
 
