@@ -158,12 +158,16 @@ class _Masked(io.TextIOBase):
             self.write(line)
 
     def flush(self) -> None:
-        self._handle.flush()
+        if not self._handle.closed:
+            self._handle.flush()
 
     def close(self) -> None:
-        if not self.closed:
+        if self.closed:
+            return
+        try:
+            super().close()  # flushes
+        finally:
             self._handle.close()
-        super().close()
 
 
 def open_for_writing(path: str | os.PathLike[str], mode: str = "a", newline: str | None = None) -> TextIO:
