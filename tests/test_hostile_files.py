@@ -136,8 +136,10 @@ HUGE_NUMBER = "9" * 5000
 
 @pytest.mark.parametrize(
     "line",
-    [question_line(question=None).replace("null", DEEP), question_line(importance=0).replace(
-        '"importance": 0', f'"importance": {HUGE_NUMBER}')],
+    [
+        question_line(question=None).replace("null", DEEP),
+        question_line(importance=0).replace('"importance": 0', f'"importance": {HUGE_NUMBER}'),
+    ],
     ids=["deep", "5000-digit"],
 )
 def test_a_deep_or_huge_questions_line_is_a_usage_error(tmp_path: Path, line: str) -> None:
@@ -272,9 +274,7 @@ def test_compare_masks_a_known_secret_its_inputs_hold(tmp_path: Path) -> None:
     a = write_jsonl(tmp_path / "a.jsonl", [_result_row("r1", 5, **quoted)])
     b = write_jsonl(tmp_path / "b.jsonl", [_result_row("r1", 1, **quoted)])
     out, report = tmp_path / "c.json", tmp_path / "c.html"
-    code, text = run_cli(
-        "compare", a, b, "--json", out, "-o", report, env={"OPENAI_API_KEY": KEY}
-    )
+    code, text = run_cli("compare", a, b, "--json", out, "-o", report, env={"OPENAI_API_KEY": KEY})
     assert code == 0, text
     assert f"Did it use {KEY}?" in a.read_text()  # the inputs hold it
     for written in (out.read_text(), report.read_text(), text):

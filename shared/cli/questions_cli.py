@@ -228,7 +228,7 @@ def _read_sources(
     found = row_sources(rows)
     skipped = len(rows) - len(found)
     if skipped:
-        err.print(f"[yellow]Skipped {skipped} row(s) without a usable source.[/]")
+        err.print(f"[yellow]Skipped {literal(skipped)} row(s) without a usable source.[/]")
     if not found:
         raise _usage_error(f"no row of {path} has a source to ask questions about")
     return distinct_sources(dict(found))
@@ -361,9 +361,11 @@ def _report_written(
         f"Questions of {kept + made} of {total} sources{where}: {made} generated, {kept} kept."
     )
     if failed:
-        err.print(Text(f"{line} {len(failed)} failed; rerun to retry them.", style="bold red"))
+        err.print(
+            Text(f"{plain(line)} {len(failed)} failed; rerun to retry them.", style="bold red")
+        )
     else:
-        err.print(Text(line, style="bold green"))
+        err.print(Text(plain(line), style="bold green"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,7 +406,7 @@ def print_drift(drifts: list[SourceDrift], against: str) -> None:
         for line in drift_lines(drift):
             out.print(Text(plain(line)), soft_wrap=True)
     changed = sum(d.changed for d in drifts)
-    out.print(Text(f"{changed} of {len(drifts)} sources changed."))
+    out.print(Text(f"{literal(changed)} of {len(drifts)} sources changed."))
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import math
 import re
 import statistics
@@ -23,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
+from ..core import bounded_json
 from ..core.files import write_text
 from ..core.redact import redact, redact_command, safe_record
 from ..core.subscores import HEADLINE
@@ -76,7 +76,7 @@ def bill_from_rows(rows: Iterable[Row]) -> str:
         evidence = row.get("evidence")
         if isinstance(evidence, str):
             try:
-                evidence = json.loads(evidence)
+                evidence = bounded_json.loads(evidence)
             except ValueError:
                 continue
         if not isinstance(evidence, dict) or not isinstance(evidence.get("usage"), dict):

@@ -170,7 +170,9 @@ class _Masked(io.TextIOBase):
             self._handle.close()
 
 
-def open_for_writing(path: str | os.PathLike[str], mode: str = "a", newline: str | None = None) -> TextIO:
+def open_for_writing(
+    path: str | os.PathLike[str], mode: str = "a", newline: str | None = None
+) -> TextIO:
     """``path`` opened as UTF-8 text to append (``"a"``) or create (``"x"``, an existing file
     refused), every write masked of the known secrets."""
     if mode not in ("a", "x"):

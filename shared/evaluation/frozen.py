@@ -318,11 +318,11 @@ def check_questions_file(name: str, value: Any) -> FrozenQuestions | None:
 
 __all__ = [
     "FIELDS",
+    "IMPORTANCE",
+    "MAX_PER_SOURCE",
     "FrozenQuestion",
     "FrozenQuestions",
     "FrozenUse",
-    "IMPORTANCE",
-    "MAX_PER_SOURCE",
     "QuestionsFileError",
     "check_questions_file",
     "frozen_use",

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from ..core import bounded_json
-from ..core.files import naming, replacing
+from ..core.files import naming, open_for_writing, open_regular, replacing
 from ..core.redact import safe_record
 from ..core.subscores import JUDGE_ONLY, SUB_SCORE_NAMES
 from ..evaluation.result import NO_JUDGE, SummaryEvaluation
@@ -199,7 +199,7 @@ def read_results(path: Path) -> list[Row]:
     fmt = detect_result_format(path)
     rows: list[Row] = []
     if fmt == "jsonl":
-        with path.open(encoding="utf-8", errors="replace") as handle:
+        with open_regular(path, errors="replace") as handle:
             for line in handle:
                 try:
                     row = bounded_json.loads(line)
@@ -210,7 +210,7 @@ def read_results(path: Path) -> list[Row]:
         return rows
     allow_large_csv_fields()
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
+        with open_regular(path, newline="") as handle:
             for record in csv.DictReader(handle):
                 torn = None in record or any(value is None for value in record.values())
                 if torn or record.get("status") not in STATUSES:
@@ -380,7 +380,7 @@ class ResultsWriter:
     def open_for_append(self) -> None:
         if not self.path.exists():
             self.rewrite([])
-        self._handle = self.path.open("a", encoding="utf-8", newline="")
+        self._handle = open_for_writing(self.path, "a", newline="")
         self._csv = self._csv_writer(self._handle) if self.format == "csv" else None
 
     def append(self, row: Row) -> None:
