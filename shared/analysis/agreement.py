@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..core import bounded_json
+from ..core.files import open_regular
 from . import stats
 from .comparison import (
     DEFAULT_RESAMPLES,
@@ -152,7 +153,7 @@ def _read_labels(path: Path) -> list[dict[str, Any]]:
     suffix = path.suffix.lower()
     rows: list[dict[str, Any]] = []
     if suffix in (".jsonl", ".ndjson"):
-        with path.open(encoding="utf-8-sig") as handle:
+        with open_regular(path, encoding="utf-8-sig") as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
@@ -167,7 +168,7 @@ def _read_labels(path: Path) -> list[dict[str, Any]]:
                 rows.append({**record, "_position": number})
         return rows
     if suffix == ".csv":
-        with path.open(encoding="utf-8-sig", newline="") as handle:
+        with open_regular(path, encoding="utf-8-sig", newline="") as handle:
             reader = csv.DictReader(handle)
             header = reader.fieldnames or []
             repeated = sorted({name for name in header if header.count(name) > 1})

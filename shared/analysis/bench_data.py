@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
+from ..core import bounded_json
+from ..core.files import appending, read_regular
 from ..core.redact import register_secret, safe_record, url_secrets
 from ..evaluation.options import DEFAULT_TIMEOUT
 from .agreement import Estimate, _label_id, label_value, parse_mapping, read_labels
@@ -85,9 +87,9 @@ def summeval_items(
     if summaries is not None and summaries < 1:
         raise ValueError("summaries must be at least 1")
     by_article: dict[str, list[dict[str, Any]]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in read_regular(path).splitlines():
         if line.strip():
-            row = json.loads(line)
+            row = bounded_json.loads(line)
             by_article.setdefault(str(row["article_id"]), []).append(row)
     if articles > len(by_article):
         raise ValueError(f"articles: {articles} asked, the sample has {len(by_article)}")
@@ -301,7 +303,7 @@ class UsageCounter:
                 self.usage.failed_calls += 1
                 return
             try:
-                reply = json.loads(content)
+                reply = bounded_json.loads(content.decode())
             except (ValueError, UnicodeDecodeError):
                 return
             usage = reply.get("usage") if isinstance(reply, dict) else None
@@ -417,9 +419,9 @@ class ResultStore:
         self.path = path
         self.batches: dict[str, dict[str, Any]] = {}
         if path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
+            for line in read_regular(path, errors="replace").splitlines():
                 try:
-                    record = json.loads(line)
+                    record = bounded_json.loads(line)
                 except ValueError:
                     continue  # a line cut short by an interruption
                 if isinstance(record, dict) and "key" in record:
@@ -427,7 +429,7 @@ class ResultStore:
 
     def add(self, record: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as handle:
+        with appending(self.path) as handle:
             handle.write(json.dumps(safe_record(record)) + "\n")  # no secret in the file
         self.batches[str(record["key"])] = record
 

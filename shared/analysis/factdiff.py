@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..runs.results import STATUS_BAD_INPUT, STATUS_UNSCORED
+from ..runs.results import STATUS_BAD_INPUT, STATUS_UNSCORED, questions_problem
 from .lookup import find
 
 NO_EVIDENCE = "no judge evidence"
@@ -183,6 +183,9 @@ def _unavailable(row: Mapping[str, Any]) -> str | None:
     status = row.get("status")
     if status in (STATUS_UNSCORED, STATUS_BAD_INPUT):
         return str(status)
+    problem = questions_problem(row.get("evidence"))
+    if problem is not None:  # a hand-edited field (an importance of -5): never ranked
+        return f"bad questions ({problem})"
     if not _items(row, "questions") and not _items(row, "claims"):
         return NO_EVIDENCE
     return None

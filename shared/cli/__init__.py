@@ -75,9 +75,12 @@ def main() -> None:
     except OSError as exc:
         if not is_disk_full(exc):
             raise
+        from .terminal import plain
+
         where = exc.filename or "a file this run writes"
         print(
-            f"error: no space left on the device writing {where}; the rows already written "
+            f"error: no space left on the device writing {plain(where)}; the rows already "
+            "written "
             "are kept: free some space and run the same command again to finish",
             file=sys.stderr,
         )

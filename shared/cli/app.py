@@ -92,7 +92,7 @@ def _print_version(value: bool) -> None:
     if value:
         from .._version import __version__
 
-        out.print(f"summary-eval {__version__}")
+        out.print(f"summary-eval {literal(__version__)}")
         raise typer.Exit()
 
 
@@ -329,9 +329,9 @@ def _announce_judge(
         )
     if judge is None:
         err.print(
-            f"[bold yellow]No judge[/] ({judge_text}): scoring only the dimensions that need no "
-            "LLM; the judged ones (score, alignment, coverage and the judged text dimensions) "
-            f"are skipped. {ENABLE_HINT}"
+            f"[bold yellow]No judge[/] ({literal(judge_text)}): scoring only the dimensions that "
+            "need no LLM; the judged ones (score, alignment, coverage and the judged text "
+            f"dimensions) are skipped. {literal(ENABLE_HINT)}"
         )
     else:
         err.print(f"Judge: {literal(engine.describe(judge_text, cache_path, settings))}")
@@ -380,10 +380,10 @@ def _estimate(job: Job, *, every_row: bool) -> None:
     try:
         estimate = estimate_run(pairs, job.options, every_row=every_row)
     except Exception as exc:  # an estimate must never stop a run
-        err.print(f"[yellow]No estimate:[/] {type(exc).__name__}: {exc}")
+        err.print(f"[yellow]No estimate:[/] {literal(type(exc).__name__)}: {literal(exc)}")
     else:
         job.expected_completion, job.expected_calls = estimate.completion_tokens, estimate.calls
-        err.print(estimate_text(estimate, judge_prices(job.judge)))
+        err.print(literal(estimate_text(estimate, judge_prices(job.judge))))
 
 
 def _run(engine: Engine, job: Job, output: Path) -> list[dict[str, Any]]:
@@ -397,7 +397,7 @@ def _run(engine: Engine, job: Job, output: Path) -> list[dict[str, Any]]:
         except Exception:  # the count is a courtesy: the rows are saved either way
             done = "Finished rows are"
         err.print(
-            f"\n[bold yellow]Interrupted.[/] {done} saved in {literal(output)}; "
+            f"\n[bold yellow]Interrupted.[/] {literal(done)} saved in {literal(output)}; "
             "run the same command again to resume (answers already paid for are cached)."
         )
         if engine.judge_calls_here:

@@ -36,6 +36,7 @@ from . import flags
 from .flags import flag
 from .paths import PathProblem, check_run_paths
 from .terminal import console as _console
+from .terminal import literal
 
 EXIT_OK, EXIT_METRIC_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -44,7 +45,7 @@ out = _console()
 
 
 def _usage_error(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}")
+    err.print(f"[bold red]error:[/] {literal(message)}")
     return typer.Exit(EXIT_USAGE)
 
 
@@ -126,9 +127,9 @@ def bench_command(args: BenchFlags, judging: flags.JudgeFlags) -> None:
     _check_bench_paths(inputs, args.json_path, report_path)
     items, ratings, data_name, notes = _own_data(args)
     for note in notes:
-        err.print(f"[yellow]note:[/] {note}")
+        err.print(f"[yellow]note:[/] {literal(note)}")
     versions = ", ".join(f"{m} {installed_version(m) or 'not installed'}" for m in chosen)
-    err.print(f"Installed: {versions}")
+    err.print(f"Installed: {literal(versions)}")
     try:
         result = bench(
             model=model,
@@ -150,13 +151,16 @@ def bench_command(args: BenchFlags, judging: flags.JudgeFlags) -> None:
             max_tokens=args.max_tokens,
             notes=notes,
             data_name=data_name,
-            on_metric=lambda name, message: err.print(f"[dim]{name}: {message}[/]"),
+            on_metric=lambda name, message: err.print(
+                f"[dim]{literal(name)}: {literal(message)}[/]"
+            ),
         )
     except (ValueError, FileNotFoundError) as exc:
         raise _usage_error(str(exc)) from None
     except KeyboardInterrupt:
         err.print(
-            f"[yellow]Interrupted.[/] Finished articles are kept in {args.workdir}; rerun the "
+            f"[yellow]Interrupted.[/] Finished articles are kept in {literal(args.workdir)}; rerun "
+            "the "
             "same command to resume without paying for them again."
         )
         raise typer.Exit(EXIT_INTERRUPTED) from None
@@ -221,10 +225,10 @@ def _write_outputs(result: BenchResult, report_path: Path, json_path: Path | Non
     from .bench_report import write_bench_report
 
     write_bench_report(report_path, result)
-    err.print(f"Report: {report_path}")
+    err.print(f"Report: {literal(report_path)}")
     if json_path is not None:
         write_json(json_path, safe_record(result.to_dict()))  # no secret in the file
-        err.print(f"JSON: {json_path}")
+        err.print(f"JSON: {literal(json_path)}")
 
 
 def _num(value: float | None, signed: bool = True) -> str:
@@ -246,9 +250,10 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
     rows failed."""
     console = console or out
     console.print(
-        f"[bold]bench[/] {result.model}"
-        + (f" at {result.base_url}" if result.base_url else "")
-        + f" — {result.data}: {result.rows} rows, {result.groups} groups; prices: {result.prices}"
+        f"[bold]bench[/] {literal(result.model)}"
+        + (f" at {literal(result.base_url)}" if result.base_url else "")
+        + f" — {literal(result.data)}: {literal(result.rows)} rows, {literal(result.groups)} "
+        f"groups; prices: {literal(result.prices)}"
     )
     numbers = (
         "scored",
@@ -277,7 +282,7 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
         )
     console.print(cost)
     for line in shape_lines(result):
-        console.print(line, soft_wrap=True)
+        console.print(literal(line), soft_wrap=True)
     level = f"{int(result.level * 100)}%"
     ranks = ("units", "spearman")
     agree = _table("metric", "rating", "level", *ranks, level, "system", right=ranks)
@@ -309,12 +314,19 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
         console.print(diff)
     for m in result.metrics:
         for reason, count in list(m.reasons.items())[:3]:
-            console.print(f"{m.name}: {count} row(s) not scored: {reason}", soft_wrap=True)
+            console.print(
+                f"{literal(m.name)}: {literal(count)} row(s) not scored: {literal(reason)}",
+                soft_wrap=True,
+            )
         if m.resumed_batches:
-            console.print(f"{m.name}: {m.resumed_batches} batch(es) read from the kept results")
+            console.print(
+                f"{literal(m.name)}: {literal(m.resumed_batches)} batch(es) read from the kept "
+                "results"
+            )
     console.print(
         f"Spearman: summary level = per group, then the mean (pooled without groups); "
-        f"bootstrap over groups, {result.resamples} resamples, seed {result.seed}."
+        f"bootstrap over groups, {literal(result.resamples)} resamples, seed "
+        f"{literal(result.seed)}."
     )
 
 

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 
 from ..analysis.bench import BenchResult, MetricReport
-from ..core.redact import scrub
+from ..core.files import write_text
 
 SIZE, PAD = 220, 28
 
@@ -155,5 +155,4 @@ def render(result: BenchResult) -> str:
 
 
 def write_bench_report(path: Path, result: BenchResult) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(scrub(render(result)), encoding="utf-8")  # no secret on the page
+    write_text(path, render(result))  # no secret on the page

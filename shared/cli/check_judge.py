@@ -69,7 +69,7 @@ def check_judge_command(
         )
     out.print(table)
     verdict = {0: "usable", 1: "usable, with caveats", 2: "not usable"}[result.exit_code]
-    err.print(f"Judge {verdict}.")
+    err.print(f"Judge {literal(verdict)}.")
     raise typer.Exit(result.exit_code)
 
 

@@ -295,7 +295,7 @@ def _print_table(rows: list[Row], keys: list[str], threshold: float | None = Non
     if len(rows) > TABLE_ROWS:
         out.print(f"… and {len(rows) - TABLE_ROWS} more rows in the results file.")
     for line in error_type_lines(rows[:TABLE_ROWS], rows):  # the sentences path's detail
-        out.print(Text(line))
+        out.print(Text(plain(line)))
 
 
 def _given(ctx: typer.Context, name: str) -> bool:
@@ -316,7 +316,7 @@ def _print_bill(judge: Any) -> str:
     if not isinstance(usage, dict):
         return ""
     text = bill_text(usage, getattr(inner, "prices", None)).removeprefix("Judge bill: ")
-    err.print(f"Judge bill: {text}")
+    err.print(f"Judge bill: {literal(text)}")
     return text
 
 
@@ -334,11 +334,11 @@ def _print_stability(
         f"{SHORT_NAMES.get(s.sub_score, s.sub_score)} {s.mean_sd:.3f} (max {s.max_sd:.3f})"
         for s in section["spread"]
     ]
-    out.print(f"Spread over judge samples (mean sd per row): {'; '.join(parts)}.")
+    out.print(f"Spread over judge samples (mean sd per row): {literal('; '.join(parts))}.")
     why = ""
     if pass_mark is not None and pass_mark != threshold:
         why = f" (--flip-threshold {threshold:g}, not the run's pass mark {pass_mark:g})"
-    out.print(f"Pass/fail flips: {section['flips']}{why}.")
+    out.print(f"Pass/fail flips: {literal(section['flips'])}{why}.")
 
 
 def flip_mark(flip_threshold: float, given: bool, threshold: float | None) -> float:
@@ -389,7 +389,7 @@ def verdict_status(rows: list[Row], fail_under: float | None, inconclusive: str 
     elif unsure and inconclusive is None:
         status = EXIT_INCONCLUSIVE
         line += " (exit status 4; --inconclusive pass or fail counts them as such)"
-    err.print(f"[bold red]{line}.[/]" if status else f"[bold green]{line}.[/]")
+    err.print(f"[bold red]{literal(line)}.[/]" if status else f"[bold green]{literal(line)}.[/]")
     return status
 
 
@@ -404,15 +404,15 @@ def _finish(rows: list[Row], output: Path, report_path: Path | None, skipped: li
     unscored = sum(r.get("status") == STATUS_UNSCORED for r in rows)
     bad = sum(r.get("status") == STATUS_BAD_INPUT for r in rows)
     if skipped:  # how to enable them was said once, at the start
-        err.print(f"[yellow]Skipped (no judge):[/] {', '.join(skipped)}.")
+        err.print(f"[yellow]Skipped (no judge):[/] {literal(', '.join(skipped))}.")
     err.print(f"Results: {literal(output)}")
     if report_path is not None:
         err.print(f"Report:  {literal(report_path)}")
     line = f"{ok} of {len(rows)} rows scored, {unscored} unscored, {bad} bad input."
     if unscored or bad:
-        err.print(f"[bold red]{line}[/] The error column of the results says why.")
+        err.print(f"[bold red]{literal(line)}[/] The error column of the results says why.")
         if unscored:
             err.print("Rerun with --retry-unscored to try the unscored rows again.")
         return EXIT_ROWS_FAILED
-    err.print(f"[bold green]{line}[/]")
+    err.print(f"[bold green]{literal(line)}[/]")
     return EXIT_OK

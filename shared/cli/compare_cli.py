@@ -29,7 +29,7 @@ from ..analysis.comparison import (
     Gate,
     format_p,
 )
-from ..core.files import write_json
+from ..core.files import write_json, write_text
 from ..core.redact import command_line
 from .common import _usage_error, read_results_file
 from .compare_facts import print_facts, render_facts_html
@@ -194,8 +194,9 @@ def _print_comparison(result: Comparison) -> None:
         )
     out.print(table)
     out.print(
-        f"{result.paired} paired rows; {result.resamples} bootstrap resamples, "
-        f"{result.trials} randomization trials, seed {result.seed}. W/T/L: rows where B "
+        f"{literal(result.paired)} paired rows; {literal(result.resamples)} bootstrap resamples, "
+        f"{literal(result.trials)} randomization trials, seed {literal(result.seed)}. W/T/L: "
+        "rows where B "
         "scores higher / the same / lower."
     )
     empty = [s.name for s in result.sub_scores if not s.n]
@@ -204,8 +205,8 @@ def _print_comparison(result: Comparison) -> None:
     for s in result.sub_scores:
         if s.n and (s.unscored_a or s.unscored_b or s.unscored_both):
             out.print(
-                f"{literal(s.name)}: left out {s.unscored_a} rows empty in A only, "
-                f"{s.unscored_b} in B only, {s.unscored_both} in both."
+                f"{literal(s.name)}: left out {literal(s.unscored_a)} rows empty in A only, "
+                f"{literal(s.unscored_b)} in B only, {literal(s.unscored_both)} in both."
             )
     for line in result.verdicts():
         out.print(Text(plain(line)))
@@ -296,8 +297,7 @@ def render_compare_report(result: Comparison, info: CompareInfo, *, worst: int =
 def write_compare_report(
     path: Path, result: Comparison, info: CompareInfo, *, worst: int = 10
 ) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_compare_report(result, info, worst=worst), encoding="utf-8")
+    write_text(path, render_compare_report(result, info, worst=worst))  # no secret on the page
     return path
 
 
@@ -494,9 +494,9 @@ def _print_agreement(found: Agreement) -> None:
         if extra:
             out.print(Text(plain(f"{pair.metric}={pair.label} (n={pair.n}): " + "; ".join(extra))))
     out.print(
-        f"{found.joined} rows joined by id; {len(found.results_only)} only in the results, "
-        f"{len(found.labels_only)} only in the labels. {int(found.level * 100)} % bootstrap "
-        f"intervals, {found.resamples} resamples, seed {found.seed}."
+        f"{literal(found.joined)} rows joined by id; {len(found.results_only)} only in the "
+        f"results, {len(found.labels_only)} only in the labels. {int(found.level * 100)} % "
+        f"bootstrap intervals, {literal(found.resamples)} resamples, seed {literal(found.seed)}."
     )
 
 

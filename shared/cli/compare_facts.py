@@ -124,8 +124,12 @@ def print_facts(console: Console, facts: FactDiff, top: int) -> None:
         only_a = sum(len(r.questions_only_a) for r in one_side)
         only_b = sum(len(r.questions_only_b) for r in one_side)
         console.print(
-            f"Questions asked in one file only (not graded against each other): {only_a} only "
-            f"in A, {only_b} only in B, in {len(one_side)} ids (listed in --json)."
+            Text(
+                plain(
+                    f"Questions asked in one file only (not graded against each other): {only_a} "
+                    f"only in A, {only_b} only in B, in {len(one_side)} ids (listed in --json)."
+                )
+            )
         )
 
 

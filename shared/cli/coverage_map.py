@@ -33,7 +33,7 @@ from ..evaluation.options import normalise_source
 from ..pipeline.chunking import sentence_spans
 from ..pipeline.retrieval import BM25, terms
 from ..runs.inputs import InputRow
-from ..runs.results import STATUS_OK, Row
+from ..runs.results import STATUS_OK, Row, questions_problem
 
 WHOLE_SENTENCES = 200
 """Sources of up to this many sentences are shown whole; longer ones as a window."""
@@ -225,6 +225,11 @@ def source_map(source: str, rows: Sequence[Row], anchor: str) -> SourceMap:
     )
 
 
+def unmappable(row: Row) -> str | None:
+    """Why a scored row's questions cannot be mapped (a hand-edited field), or None."""
+    return questions_problem(row.get("evidence"))
+
+
 def coverage_maps(
     ranked: Sequence[Row], sources: Mapping[str, str]
 ) -> tuple[list[SourceMap], dict[str, str], int]:
@@ -236,7 +241,7 @@ def coverage_maps(
     for row in ranked:
         text = sources.get(str(row.get("id")))
         questions = (row.get("evidence") or {}).get("questions")
-        if row.get("status") == STATUS_OK and text and questions:
+        if row.get("status") == STATUS_OK and text and questions and not unmappable(row):
             groups.setdefault(text, []).append(row)
     mapped = list(groups.items())[:MAX_SOURCES]
     maps = [source_map(text, rows, f"source-{n}") for n, (text, rows) in enumerate(mapped, 1)]

@@ -9,7 +9,6 @@ Exit status: 0 every source has its questions, 1 some sources failed (the others
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,8 +16,9 @@ import typer
 from rich.text import Text
 
 from ..analysis.question_drift import SourceDrift, question_drift
+from ..core import bounded_json
 from ..core.bridge import run_sync
-from ..core.files import replacing, write_json
+from ..core.files import appending, read_regular, replacing, write_json
 from ..evaluation.frozen import (
     FrozenQuestion,
     FrozenQuestions,
@@ -52,7 +52,7 @@ from .common import (
 )
 from .flags import options_from_flags, with_option_flags
 from .paths import PathProblem, check_run_paths
-from .terminal import literal
+from .terminal import literal, plain
 
 QUESTION_OPTIONS = ("n", "judge_path", "language", "context_budget", "retries", "concurrency")
 """The scoring options that shape a source's questions (or how they are asked for)."""
@@ -84,13 +84,15 @@ def announce_frozen(options: ScoreOptions, rows: list[InputRow], run: dict[str, 
         return
     where = frozen.path or "the given questions"
     use = frozen_use(frozen, row_sources(rows))
-    err.print(Text(use.line(where)))
+    err.print(Text(plain(use.line(where))))
     if use.stale:
         err.print(
             Text(
-                f"Stale: the text of {', '.join(use.stale)} changed since its questions were "
-                f"frozen; its questions are generated again (rerun `summary-eval questions` to "
-                "freeze them).",
+                plain(
+                    f"Stale: the text of {', '.join(use.stale)} changed since its questions were "
+                    f"frozen; its questions are generated again (rerun `summary-eval questions` "
+                    "to freeze them)."
+                ),
                 style="yellow",
             )
         )
@@ -226,7 +228,7 @@ def _read_sources(
     found = row_sources(rows)
     skipped = len(rows) - len(found)
     if skipped:
-        err.print(f"[yellow]Skipped {skipped} row(s) without a usable source.[/]")
+        err.print(f"[yellow]Skipped {literal(skipped)} row(s) without a usable source.[/]")
     if not found:
         raise _usage_error(f"no row of {path} has a source to ask questions about")
     return distinct_sources(dict(found))
@@ -300,9 +302,11 @@ def _drop(target: Path, hashes: set[str]) -> None:
     """Rewrite ``target`` without the lines of the source hashes ``hashes`` (every other line
     byte for byte). By hash, not id: an id's old text may still be another row's source, whose
     questions (hand edits included) are kept."""
-    lines = target.read_text(encoding="utf-8-sig").splitlines(keepends=True)
+    lines = read_regular(target, encoding="utf-8-sig").splitlines(keepends=True)
     keep = [
-        line for line in lines if not line.strip() or json.loads(line)["source_hash"] not in hashes
+        line
+        for line in lines
+        if not line.strip() or bounded_json.loads(line)["source_hash"] not in hashes
     ]
     with replacing(target) as file:
         file.writelines(keep)
@@ -321,8 +325,9 @@ async def _generate(
     date = today()
     if target is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.exists() and not target.read_bytes().endswith(b"\n") and target.stat().st_size:
-            with target.open("a", encoding="utf-8") as file:
+        held = read_regular(target, errors="replace") if target.exists() else ""
+        if held and not held.endswith("\n"):
+            with appending(target) as file:
                 file.write("\n")  # a hand-edited last line without its newline
 
     order = list(todo)
@@ -338,7 +343,7 @@ async def _generate(
             order[written] in made or todo[order[written]][0] in failed
         ):  # in input order, as soon as every source before it is settled
             if target is not None and order[written] in made:
-                with target.open("a", encoding="utf-8") as file:
+                with appending(target) as file:
                     file.writelines(q.as_json() + "\n" for q in made[order[written]])
             written += 1
 
@@ -350,13 +355,17 @@ def _report_written(
     target: Path | None, total: int, kept: int, made: int, failed: dict[str, str]
 ) -> None:
     for source_id, why in failed.items():
-        err.print(Text(f"failed: {source_id}: {why}", style="red"))
+        err.print(Text(plain(f"failed: {source_id}: {why}"), style="red"))
     where = "" if target is None else f" in {target}"
-    line = f"Questions of {kept + made} of {total} sources{where}: {made} generated, {kept} kept."
+    line = plain(
+        f"Questions of {kept + made} of {total} sources{where}: {made} generated, {kept} kept."
+    )
     if failed:
-        err.print(Text(f"{line} {len(failed)} failed; rerun to retry them.", style="bold red"))
+        err.print(
+            Text(f"{plain(line)} {len(failed)} failed; rerun to retry them.", style="bold red")
+        )
     else:
-        err.print(Text(line, style="bold green"))
+        err.print(Text(plain(line), style="bold green"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -392,12 +401,12 @@ def drift_lines(drift: SourceDrift) -> list[str]:
 
 
 def print_drift(drifts: list[SourceDrift], against: str) -> None:
-    out.print(Text(f"Question drift against {against}:"))
+    out.print(Text(plain(f"Question drift against {against}:")))
     for drift in drifts:
         for line in drift_lines(drift):
-            out.print(Text(line), soft_wrap=True)
+            out.print(Text(plain(line)), soft_wrap=True)
     changed = sum(d.changed for d in drifts)
-    out.print(Text(f"{changed} of {len(drifts)} sources changed."))
+    out.print(Text(f"{literal(changed)} of {len(drifts)} sources changed."))
 
 
 def register(app: typer.Typer) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.stability import with_verdicts
+from ..core import bounded_json
 from ..evaluation.options import RunSettings
 from ..runs.inputs import Columns, InputError, InputRow, detect_format, read_rows
 from ..runs.parquet import (
@@ -181,14 +182,15 @@ class RayEngine:
                     options=job.options,
                 )
                 for record in scored.iter_rows():
-                    row = stamp_run(json.loads(record["__row"]), plan)
+                    row = stamp_run(bounded_json.loads(record["__row"]), plan)
                     writer.append(row)
                     done[row["id"]] = row
                     counts["done"] += 1
                     counts["failed"] += row.get("status") != STATUS_OK
                     if counts["done"] % 100 == 0 or counts["done"] == len(plan.todo):
                         err.print(
-                            f"scored {counts['done']}/{len(plan.todo)} ({counts['failed']} failed)"
+                            f"scored {counts['done']:d}/{len(plan.todo)} "
+                            f"({counts['failed']:d} failed)"
                         )
             finally:
                 writer.close()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import math
 import re
 import statistics
@@ -23,10 +22,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
-from ..core.files import naming
-from ..core.redact import redact, redact_command, safe_record, scrub
+from ..core import bounded_json
+from ..core.files import write_text
+from ..core.redact import redact, redact_command, safe_record
 from ..core.subscores import HEADLINE
-from ..runs.results import STATUS_BAD_INPUT, STATUS_OK, STATUS_UNSCORED, Row
+from ..runs.results import (
+    STATUS_BAD_INPUT,
+    STATUS_OK,
+    STATUS_UNSCORED,
+    Row,
+    questions_problem,
+)
 from .ranking import rank_basis, rank_value
 from .table import error_types_text, row_error_types, total_error_types
 
@@ -70,7 +76,7 @@ def bill_from_rows(rows: Iterable[Row]) -> str:
         evidence = row.get("evidence")
         if isinstance(evidence, str):
             try:
-                evidence = json.loads(evidence)
+                evidence = bounded_json.loads(evidence)
             except ValueError:
                 continue
         if not isinstance(evidence, dict) or not isinstance(evidence.get("usage"), dict):
@@ -136,10 +142,11 @@ def evidence_view(evidence: Mapping[str, Any]) -> dict[str, Any]:
         for i, c in enumerate(every, start=1)
         if c.get("verdict") not in ("supported", None)
     ]
+    not_shown = questions_problem(evidence)
     missed = sorted(
         (
             q
-            for q in evidence.get("questions") or []
+            for q in ([] if not_shown else evidence.get("questions") or [])
             if isinstance(q, dict) and q.get("counted", True) and (q.get("grade") or 0) <= 2
         ),
         key=lambda q: (-(q.get("importance") or 0), q.get("grade") or 0),
@@ -160,6 +167,7 @@ def evidence_view(evidence: Mapping[str, Any]) -> dict[str, Any]:
         "sentences": sentences,
         "claims": claims,
         "missed": missed,
+        "questions_not_shown": not_shown,
         "vague": vague,
         "repeated": repeated,
         "unsupported_items": unsupported_items(evidence),
@@ -410,7 +418,7 @@ def render_report(
     import jinja2
     import plotly.offline
 
-    from .coverage_map import coverage_maps
+    from .coverage_map import coverage_maps, unmappable
 
     ok = [r for r in rows if r.get("status") == STATUS_OK]
     failed = [r for r in rows if r.get("status") != STATUS_OK]
@@ -427,6 +435,7 @@ def render_report(
         (r for r in ok if rank_value(r, keys) is not None), key=lambda r: rank_value(r, keys)
     )
     maps, anchors, unmapped = coverage_maps(ranked, sources or {})
+    not_mapped = [(str(r.get("id")), why) for r in ok if (why := unmappable(r))]
     worst_rows = [
         {**_worst_entry(r, keys, info.threshold), "map": anchors.get(str(r.get("id")), "")}
         for r in ranked[:worst]
@@ -469,6 +478,7 @@ def render_report(
         empty_keys=[k for k in keys if k not in present],
         maps=maps,
         unmapped=unmapped,
+        not_mapped=not_mapped,
         sources_known=bool(sources),
     )
 
@@ -486,9 +496,7 @@ def write_report(
     **page: Unpack[PageOptions],
 ) -> Path:
     """:func:`render_report` of the rows and the run info, no secret in them, in ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     info = dataclasses.replace(info, command=redact_command(info.command), judge=redact(info.judge))
     html = render_report([safe_record(r) for r in rows], keys, info, **page)
-    with naming(path):
-        path.write_text(scrub(html), encoding="utf-8")  # no secret reaches the page
+    write_text(path, html)  # no secret reaches the page
     return path

@@ -50,10 +50,11 @@ def stub_judge_command(
     stop = threading.Event()
 
     def announce(url: str) -> None:
-        out.print(url, soft_wrap=True)
+        out.print(literal(url), soft_wrap=True)
         err.print(
-            f"Stub judge serving at {url} (fake answers, offline). Try: summary-eval score "
-            f"examples/summaries.jsonl --base-url {url} --model stub --no-cache. Ctrl-C stops it."
+            f"Stub judge serving at {literal(url)} (fake answers, offline). Try: summary-eval "
+            f"score examples/summaries.jsonl --base-url {literal(url)} --model stub --no-cache. "
+            "Ctrl-C stops it."
         )
 
     try:
@@ -142,8 +143,8 @@ def _sources(path: Path, given: bool, columns: Columns, rows: list[Row]) -> dict
     unmapped = sum(str(r.get("id")) not in sources for r in rows if r.get("status") == STATUS_OK)
     if unmapped:
         err.print(
-            f"Coverage maps: {unmapped} scored rows have no source in {literal(path)} (missing, "
-            "or their texts differ from the scored ones)."
+            f"Coverage maps: {literal(unmapped)} scored rows have no source in {literal(path)} "
+            "(missing, or their texts differ from the scored ones)."
         )
     return sources
 

@@ -11,7 +11,6 @@ with several judge samples gets its verdict over them (pass, FAIL or inconclusiv
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 
 from rich import box
@@ -20,6 +19,7 @@ from rich.text import Text
 
 from .. import SUB_SCORES
 from ..analysis.stability import row_verdict
+from ..core import bounded_json
 from ..prompts.pointing import ERROR_TYPES
 from ..runs.results import STATUS_OK, Row
 from .ranking import rank_basis, rank_value
@@ -147,7 +147,7 @@ def row_error_types(row: Row) -> dict[str, int]:
     evidence = row.get("evidence")
     if isinstance(evidence, str):
         try:
-            evidence = json.loads(evidence)
+            evidence = bounded_json.loads(evidence)
         except ValueError:
             return {}
     counts = evidence.get("error_types") if isinstance(evidence, Mapping) else None

@@ -23,10 +23,12 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from ..core import bounded_json
+from ..core.files import open_for_writing, read_regular
 from ..core.redact import safe_record
+from ..prompts.schemas import ANSWER_CHARS, QUESTION_CHARS
 from .result import QuestionEvidence
 
 FIELDS = (
@@ -40,6 +42,16 @@ FIELDS = (
     "edited",
 )
 """The keys of one line of a questions file, in written order."""
+
+MAX_PER_SOURCE = 100
+"""The most questions one source may have in a questions file: the cap on generated ones
+(``n``, :data:`shared.evaluation.options.MAX_N`)."""
+TEXT_CHARS = {"question": QUESTION_CHARS, "reference_answer": ANSWER_CHARS}
+"""The longest question and reference answer, in characters: a generated one's bounds
+(:mod:`shared.prompts.schemas`), so frozen questions never make a longer prompt than generated
+ones."""
+IMPORTANCE = range(1, 6)
+"""The importance a question may have: 1 (a minor detail) to 5 (a central point)."""
 
 
 def source_hash(source: str) -> str:
@@ -138,7 +150,7 @@ class FrozenQuestions:
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """The file, one line per question (a new file: an existing one is refused)."""
-        with open(path, "x", encoding="utf-8") as handle:
+        with open_for_writing(path, "x") as handle:
             handle.writelines(item.as_json() + "\n" for item in self.items)
 
 
@@ -215,13 +227,22 @@ def read_questions(path: str | os.PathLike[str]) -> FrozenQuestions:
     """A questions file read and checked; :class:`QuestionsFileError` names the first bad line."""
     where = os.fspath(path)
     try:
-        text = Path(where).read_text(encoding="utf-8-sig")  # a BOM some editors write
+        text = read_regular(where, encoding="utf-8-sig")  # a BOM some editors write
     except (OSError, UnicodeDecodeError) as exc:
         raise QuestionsFileError(f"cannot read the questions file {where}: {exc}") from None
     items = []
+    counts: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
-            items.append(parse_line(line, f"{where} line {number}"))
+            item = parse_line(line, f"{where} line {number}")
+            counts[item.source_hash] = counts.get(item.source_hash, 0) + 1
+            if counts[item.source_hash] > MAX_PER_SOURCE:
+                raise QuestionsFileError(
+                    f"{where} line {number}: source {item.source_id!r} has more than "
+                    f"{MAX_PER_SOURCE} questions (the most a source is asked); split it or "
+                    "remove some"
+                )
+            items.append(item)
     if not items:
         raise QuestionsFileError(f"the questions file {where} holds no question")
     return FrozenQuestions(tuple(items), where)
@@ -230,7 +251,7 @@ def read_questions(path: str | os.PathLike[str]) -> FrozenQuestions:
 def parse_line(line: str, where: str) -> FrozenQuestion:
     """One line of a questions file, checked (``where`` names it in an error)."""
     try:
-        record = json.loads(line)
+        record = bounded_json.loads(line)
     except json.JSONDecodeError as exc:
         raise QuestionsFileError(f"{where}: not valid JSON ({exc.msg})") from None
     if not isinstance(record, dict):
@@ -248,23 +269,38 @@ def question_from_record(record: Mapping[str, Any], where: str) -> FrozenQuestio
     for name in ("source_id", "source_hash", "question", "reference_answer"):
         value = record.get(name)
         if not isinstance(value, str) or not value.strip():
-            raise QuestionsFileError(f"{where}: {name} must be a non-empty string, got {value!r}")
+            raise QuestionsFileError(
+                f"{where}: {name} must be a non-empty string, got {_shown(value)}"
+            )
         values[name] = value.strip()
+        if name in TEXT_CHARS and len(values[name]) > TEXT_CHARS[name]:
+            raise QuestionsFileError(
+                f"{where}: {name} is {len(values[name])} characters; at most {TEXT_CHARS[name]} "
+                "(a generated one's bound)"
+            )
     for name in ("judge", "date"):
         value = record.get(name, "")
         if not isinstance(value, str):
-            raise QuestionsFileError(f"{where}: {name} must be a string, got {value!r}")
+            raise QuestionsFileError(f"{where}: {name} must be a string, got {_shown(value)}")
         values[name] = value
     edited = record.get("edited", False)
     if not isinstance(edited, bool):
-        raise QuestionsFileError(f"{where}: edited must be true or false, got {edited!r}")
+        raise QuestionsFileError(f"{where}: edited must be true or false, got {_shown(edited)}")
     importance = record.get("importance")
     integral = isinstance(importance, int) or (
         isinstance(importance, float) and importance.is_integer()
     )
-    if isinstance(importance, bool) or not integral or not 1 <= importance <= 5:  # type: ignore[operator]
-        raise QuestionsFileError(f"{where}: importance must be an integer 1-5, got {importance!r}")
+    if isinstance(importance, bool) or not integral or importance not in IMPORTANCE:
+        raise QuestionsFileError(
+            f"{where}: importance must be an integer 1-5, got {_shown(importance)}"
+        )
     return FrozenQuestion(**values, importance=int(importance), edited=edited)  # type: ignore[arg-type]
+
+
+def _shown(value: Any) -> str:
+    """A bad value for a message, cut short (an integer of thousands of digits)."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**40 else "a huge integer"
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def check_questions_file(name: str, value: Any) -> FrozenQuestions | None:
@@ -282,6 +318,8 @@ def check_questions_file(name: str, value: Any) -> FrozenQuestions | None:
 
 __all__ = [
     "FIELDS",
+    "IMPORTANCE",
+    "MAX_PER_SOURCE",
     "FrozenQuestion",
     "FrozenQuestions",
     "FrozenUse",

@@ -50,6 +50,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ..core import bounded_json
 from ..core.cache_hints import current_cache_hint, request_fields
 from ..core.pricing import Prices, is_local_url, resolve_prices
 from ..core.redact import redact_url, register_secret, url_secrets
@@ -531,7 +532,7 @@ class OpenAIJudge:
             return None
         try:
             raw = self._store.get(self._probe_key())
-            data = json.loads(raw) if raw else None
+            data = bounded_json.loads(raw) if raw else None
             if not isinstance(data, dict) or data.get("mode") not in MODES:
                 return None
             probe = ServerProbe(**{**data, "from_cache": True})

@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core import bounded_json
 from ..evaluation.options import DEFAULTS, ScoreOptions
 from ..judge.config import OpenAIJudgeConfig
 from ..pipeline import ascore_summaries, ascore_summary, signature
@@ -168,7 +169,9 @@ class GroupScorer:
                 id=str(record["id"]),
                 source=record["source"],
                 summary=record["summary"],
-                questions=json.loads(record["questions"]) if record.get("questions") else None,
+                questions=bounded_json.loads(record["questions"])
+                if record.get("questions")
+                else None,
                 error=record.get("error"),
             )
         columns = self.settings.columns

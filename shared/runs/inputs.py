@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..core import bounded_json
+from ..core.files import open_regular
 
 InputFormat = Literal["jsonl", "csv"]
 
@@ -160,7 +161,7 @@ def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
     string saying why."""
     # utf-8-sig: a byte-order mark some editors write is not part of the first record;
     # surrogateescape: bytes that are not UTF-8 make that row bad input, not altered text
-    with path.open(encoding="utf-8-sig", errors="surrogateescape") as handle:
+    with open_regular(path, encoding="utf-8-sig", errors="surrogateescape") as handle:
         for number, line in enumerate(handle, start=1):
             if _undecodable(line):
                 yield number, f"line {number} is not valid UTF-8"
@@ -188,7 +189,7 @@ def _csv_records(
     path: Path, needed: list[tuple[str, str]]
 ) -> Iterator[tuple[int, dict[str, Any] | str]]:
     allow_large_csv_fields()
-    with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
+    with open_regular(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
         repeated = repeated_names(header)

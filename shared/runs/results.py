@@ -18,12 +18,12 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any, Literal
 
 from ..core import bounded_json
-from ..core.files import naming, replacing
+from ..core.files import naming, open_for_writing, open_regular, replacing
 from ..core.redact import safe_record
 from ..core.subscores import JUDGE_ONLY, SUB_SCORE_NAMES
 from ..evaluation.result import NO_JUDGE, SummaryEvaluation
@@ -199,7 +199,7 @@ def read_results(path: Path) -> list[Row]:
     fmt = detect_result_format(path)
     rows: list[Row] = []
     if fmt == "jsonl":
-        with path.open(encoding="utf-8", errors="replace") as handle:
+        with open_regular(path, errors="replace") as handle:
             for line in handle:
                 try:
                     row = bounded_json.loads(line)
@@ -210,7 +210,7 @@ def read_results(path: Path) -> list[Row]:
         return rows
     allow_large_csv_fields()
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
+        with open_regular(path, newline="") as handle:
             for record in csv.DictReader(handle):
                 torn = None in record or any(value is None for value in record.values())
                 if torn or record.get("status") not in STATUSES:
@@ -250,6 +250,44 @@ def _sane(row: Row) -> Row:
         row["evidence"] = {}
     row["id"] = str(row["id"])
     return row
+
+
+QUESTION_RANGES = {"importance": (1, 5), "grade": (0, 5)}
+"""The integers a question's ``importance`` (always present) and ``grade`` (None when not
+graded) may be, in a results file's ``evidence.questions``."""
+
+
+def questions_problem(evidence: Any) -> str | None:
+    """Why a row's questions (``evidence.questions``) cannot be shown or compared, or None: a
+    results file is a file people edit, and a hand-edited field (a ``questions`` that is a
+    number, an importance of ``NaN``, ``-5`` or ``"high"``, a grade ``"5"``) is named, so the
+    readers say "not shown: <why>" for that row instead of guessing (or failing)."""
+    questions = evidence.get("questions") if isinstance(evidence, Mapping) else None
+    if questions is None:
+        return None
+    if not isinstance(questions, list):
+        return f"its questions are {_kind(questions)}, not a list"
+    for number, question in enumerate(questions, start=1):
+        if not isinstance(question, Mapping):
+            return f"question {number} is {_kind(question)}, not an object"
+        for name, (low, high) in QUESTION_RANGES.items():
+            value = question.get(name)
+            if value is None and name == "grade":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
+                return f"question {number}'s {name} {shown} is not an integer {low}-{high}"
+        for name in ("question", "reference_answer"):
+            if not isinstance(question.get(name, ""), str):
+                return f"question {number}'s {name} is {_kind(question.get(name))}, not text"
+    return None
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return "true/false" if value is not None else "null"
+    kinds = {int: "a number", float: "a number", str: "text", list: "a list", dict: "an object"}
+    return kinds.get(type(value), f"a {type(value).__name__}")
 
 
 def score_cell(value: Any) -> float | None:
@@ -342,7 +380,7 @@ class ResultsWriter:
     def open_for_append(self) -> None:
         if not self.path.exists():
             self.rewrite([])
-        self._handle = self.path.open("a", encoding="utf-8", newline="")
+        self._handle = open_for_writing(self.path, "a", newline="")
         self._csv = self._csv_writer(self._handle) if self.format == "csv" else None
 
     def append(self, row: Row) -> None:
