@@ -43,6 +43,8 @@ PRINT_EXCEPTIONS = {
     ("cli/compare_cli.py", "_print_agreement"): "a rich Table of numbers, its names literal()",
     ("cli/bench_cli.py", "print_result"): "rich Tables of bench's numbers and its own metric "
     "and rating names",
+    ("cli/__init__.py", "main"): "--version prints the package's own version constant, before "
+    "anything (the escaping helper included) is imported",
 }
 """Printers whose argument is a rich renderable built elsewhere (a table), each with why its
 text is escaped where it is built."""

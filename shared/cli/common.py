@@ -338,7 +338,7 @@ def _print_stability(
     why = ""
     if pass_mark is not None and pass_mark != threshold:
         why = f" (--flip-threshold {threshold:g}, not the run's pass mark {pass_mark:g})"
-    out.print(f"Pass/fail flips: {literal(section['flips'])}{why}.")
+    out.print(f"Pass/fail flips: {literal(section['flips'])}{literal(why)}.")
 
 
 def flip_mark(flip_threshold: float, given: bool, threshold: float | None) -> float:

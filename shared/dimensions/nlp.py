@@ -220,13 +220,15 @@ def _package_version(name: str) -> str | None:
     """The ``version`` in the ``meta.json`` of the installed pipeline package ``name``; None
     when ``name`` is no installed package or its meta says none."""
     import importlib.util
-    import json
+
+    from ..core import bounded_json
+    from ..core.files import read_regular
 
     try:
         spec = importlib.util.find_spec(name) if name.isidentifier() else None
         if spec is None or spec.origin is None:
             return None
-        meta = json.loads((Path(spec.origin).parent / "meta.json").read_text(encoding="utf-8"))
+        meta = bounded_json.loads(read_regular(Path(spec.origin).parent / "meta.json"))
     except (ImportError, ValueError, OSError):
         return None
     version = meta.get("version") if isinstance(meta, dict) else None
