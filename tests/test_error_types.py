@@ -282,6 +282,11 @@ def _bad_review(change: Callable[[dict[str, Any]], None]) -> Callable[[str], str
     return answer
 
 
+SPAN_NEEDED = (
+    "sentence 3 is unsupported: it needs a span (the wrong words, copied from the sentence) and a "
+    "reason in words"
+)
+
 # name: (schema, bad reply, what the fed-back error says in-process, and through the server)
 BAD: dict[str, tuple[str, Any, str, str]] = {
     "missing sentence": (
@@ -305,8 +310,14 @@ BAD: dict[str, tuple[str, Any, str, str]] = {
     "no span": (
         "SentenceChecks",
         _bad_check(lambda r: r["sentences"][2].update(span=" ")),
-        "sentence 3 is unsupported: it needs a span and a reason",
-        "sentence 3 is unsupported: it needs a span and a reason",
+        SPAN_NEEDED,
+        SPAN_NEEDED,
+    ),
+    "a placeholder for the span and the reason": (  # what a 1.5B judge copied from an example
+        "SentenceChecks",
+        _bad_check(lambda r: r["sentences"][2].update(span="...", quote="...", reason="...")),
+        SPAN_NEEDED,
+        SPAN_NEEDED,
     ),
     "pointer 99": (
         "PointedReview",
@@ -319,6 +330,12 @@ BAD: dict[str, tuple[str, Any, str, str]] = {
         _bad_review(lambda a: a.update(grade=7)),
         "Input should be 1, 2, 3 or 4 [type=literal_error, input_value=7",
         "answers.0.ReasonedGrade.grade: Input should be 1, 2, 3 or 4",
+    ),
+    "a placeholder reason": (
+        "PointedReview",
+        _bad_review(lambda a: a.update(grade=3, sentence=1, reason="...")),
+        "item 1: grade 3 needs a reason in words",
+        "item 1: grade 3 needs a reason in words",
     ),
     "a grade without a pointer": (
         "PointedReview",

@@ -72,7 +72,7 @@ def test_the_review_never_sees_the_source_and_the_check_begins_with_its_prefix()
     (review,) = judge.prompts_for("PointedReview")
     assert "<<<SOURCE>>>" not in review and "Mayor Elena Ruiz" not in review
     assert p.read_block(review, "SENTENCES") is not None
-    assert review.rstrip().endswith('"sentences": [1, 3]}]}')  # the reply format, well formed
+    assert review.rstrip().endswith("that state it>}]}")  # the reply format, whole
     (check,) = judge.prompts_for("SentenceChecks")
     assert check.startswith(p.source_prefix(SOURCE))
 

@@ -77,8 +77,17 @@ def _check_sentences(reply: Any, count: int) -> None:
             f"expected one entry for each of sentences 1..{count} in order, got indices {indices}"
         )
     for s in reply.sentences:
-        if s.verdict != "supported" and not (s.span.strip() and s.reason.strip()):
-            raise ValueError(f"sentence {s.index} is unsupported: it needs a span and a reason")
+        if s.verdict != "supported" and not (_says(s.span) and _says(s.reason)):
+            raise ValueError(
+                f"sentence {s.index} is unsupported: it needs a span (the wrong words, copied "
+                "from the sentence) and a reason in words"
+            )
+
+
+def _says(text: str) -> bool:
+    """Whether a reply's text holds a word or a number: "..." or "-" says nothing (a small model
+    copies a format's placeholder), and an unexplained flag is no evidence."""
+    return any(ch.isalnum() for ch in text)
 
 
 def _verdict(error_type: str, quote: str) -> str:
@@ -166,7 +175,12 @@ def _check_pointed(reply: Any, questions: int, sentences: int, style: bool) -> N
                 f"item {a.index}: grade {a.grade} needs the number of the sentence that answers "
                 "it (0 means no sentence does, and then the grade is 0)"
             )
+        if 1 <= a.grade <= 4 and not _says(getattr(a, "reason", "")):
+            raise ValueError(f"item {a.index}: grade {a.grade} needs a reason in words")
     if style:
+        for v in reply.sentences:
+            if v.vague and not _says(getattr(v, "reason", "")):
+                raise ValueError(f"sentence {v.index} is vague: it needs a reason in words")
         for point in reply.repeated_points:
             if len(set(point.sentences)) < 2:
                 raise ValueError(f"repeated point {point.point!r} must name at least two sentences")

@@ -303,9 +303,12 @@ reason."""
 )
 
 CHECK_SENTENCES_REPLY = (
-    "Reply with JSON, one entry per sentence, in order:\n"
-    '{{"sentences": [{{"index": 1, "verdict": "supported"}}, {{"index": 2, "verdict": "entity", '
-    '"span": "...", "quote": "...", "reason": "..."}}]}}\n'
+    "Reply with JSON in this shape, where <...> describes what goes in its place, one entry per "
+    "sentence, in order:\n"
+    '{{"sentences": [<for a supported sentence:> {{"index": <its number>, "verdict": '
+    '"supported"}}, <for any other:> {{"index": <its number>, "verdict": <its category>, '
+    '"span": <the wrong words, copied from the sentence>, "quote": <the deciding source words, '
+    'copied, or "">, "reason": <one sentence: what is wrong>}}]}}\n'
 )
 
 POINTED_COVERAGE_TASK = """Each numbered item is a JSON object with a "question" about the text the summary summarises and
@@ -328,12 +331,15 @@ idea restated, in the same or in other words. For each, name the point in a few 
 numbers of all the sentences that state it (at least two). List nothing if no point is repeated."""
 
 POINTED_ANSWERS_REPLY = (
-    '"answers": [{{"index": 1, "grade": 5, "sentence": 2}}, '
-    '{{"index": 2, "grade": 3, "sentence": 1, "reason": "..."}}]'
+    '"answers": [<one entry per item:> {{"index": <the item\'s number>, "grade": <0 to 5>, '
+    '"sentence": <the number of the sentence that answers it, or 0>, "reason": <one sentence, '
+    'only for grades 1 to 4>}}]'
 )
 POINTED_STYLE_REPLY = (
-    '"sentences": [{{"index": 1, "vague": false}}, {{"index": 2, "vague": true, "reason": "..."}}], '
-    '"repeated_points": [{{"point": "...", "sentences": [1, 3]}}]'
+    '"sentences": [<one entry per sentence:> {{"index": <its number>, "vague": <true or false>, '
+    '"reason": <one sentence, only when vague>}}], '
+    '"repeated_points": [<one entry per repeated point, or none:> {{"point": <a few words>, '
+    '"sentences": <the numbers of all the sentences that state it>}}]'
 )
 
 

@@ -87,6 +87,15 @@ _QUESTIONS_REPLY = (
     'Reply with JSON: {{"questions": [{{"question": "...", "reference_answer": "...", '
     '"importance": 1-5}}]}}\n'
 )
+_SOURCE_QUESTIONS_REPLY = (
+    "Reply with JSON in this shape, where <...> describes what goes in its place:\n"
+    '{{"questions": [{{"question": <the question>, "reference_answer": <its answer, from the '
+    'source>, "importance": <1 to 5: 5 for the one or two central points, 1 or 2 for details>}}, '
+    "<one object per question>]}}\n"
+)
+"""The per-source call's reply format (the two-call and sentences paths) describes each field
+instead of showing example values: a 1.5B judge copied an example's values ("...", the same
+importance for every question) into its replies."""
 _REFERENCE_ANSWERS_REPLY = (
     "Reply with JSON, one entry per question, in order:\n"
     '{{"answers": [{{"index": 1, "reference_answer": "..."}}]}}\n'
@@ -307,7 +316,7 @@ SOURCE_QUESTIONS = _after_source(
     "You write the questions that measure whether a summary covers the source above.",
     _QUESTIONS_TASK,
     [],
-    _QUESTIONS_REPLY,
+    _SOURCE_QUESTIONS_REPLY,
 )
 
 SOURCE_REFERENCE_ANSWERS = _after_source(
@@ -400,7 +409,10 @@ CHECK_SENTENCES = _after_source(
 
 
 def _pointed(role: str, task: str, blocks: Sequence[str], parts: Sequence[str], what: str) -> str:
-    reply = f"Reply with JSON, {what}, in order:\n{{{{" + ", ".join(parts) + "}}\n"
+    reply = (
+        f"Reply with JSON in this shape, where <...> describes what goes in its place, {what}, "
+        "in order:\n{{" + ", ".join(parts) + "}}\n"
+    )
     return _template(role, task, blocks, reply)
 
 
