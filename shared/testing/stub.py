@@ -324,6 +324,12 @@ class _Handler(BaseHTTPRequestHandler):
 class _QuietServer(ThreadingHTTPServer):
     """A client that gave up on a held reply (its deadline passed) is no server error."""
 
+    request_queue_size = 128
+    """Connections waiting to be accepted. socketserver's 5 overflowed when a run sent more
+    than 5 new connections at once (``--samples 4`` with cache hits letting the samples race
+    ahead): the client saw dropped connections and retried them, so the bill showed retries
+    the stub alone caused."""
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], BrokenPipeError | ConnectionResetError):
             return
