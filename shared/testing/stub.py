@@ -5,6 +5,7 @@ built on it) runs offline.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import threading
@@ -14,10 +15,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
+import pydantic
 from pydantic import BaseModel
 
 from .. import prompts as p
-from .fake import FakeJudge, minimal_instance
+from .fake import ANSWERED_BY_NAME, FakeJudge, minimal_instance
 
 # ---------------------------------------------------------------------------------------------
 # Stub server
@@ -186,13 +188,13 @@ class _Stub:
         prompt = "\n\n".join(
             _message_text(m.get("content")) for m in messages if m.get("role") == "user"
         )
-        schema = _schema_for(request, prompt, self.known)
+        sent = (
+            (response_format.get("json_schema") or {}).get("schema")
+            or response_format.get("schema")
+            or _schema_in_system(messages)
+        )
+        schema = _schema_for(request, prompt, self.known, sent)
         if schema is None:
-            sent = (
-                (response_format.get("json_schema") or {}).get("schema")
-                or response_format.get("schema")
-                or _schema_in_system(messages)
-            )
             if isinstance(sent, dict):  # a schema the fake has no builder for (a probe's)
                 return json.dumps(minimal_instance(sent))
             raise _NoSchema
@@ -336,16 +338,25 @@ class _QuietServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+_SCHEMA_MARKERS = ("JSON schema: ", "json_schema:")
+"""What precedes the JSON schema in a system message: this project's judge (modes without a
+schema field), and instructor's JSON mode (Ragas' ``llm_factory`` on an OpenAI client: "...
+match the following json_schema:" then the schema, then a line of text)."""
+
+
 def _schema_in_system(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The JSON schema a judge put in its system message (modes without a schema field)."""
+    """The JSON schema a client put in its system message (modes without a schema field)."""
     for message in messages:
         text = _message_text(message.get("content"))
-        if message.get("role") == "system" and "JSON schema: " in text:
-            try:
-                schema = json.loads(text.split("JSON schema: ", 1)[1])
-            except json.JSONDecodeError:
-                return None
-            return schema if isinstance(schema, dict) else None
+        if message.get("role") != "system":
+            continue
+        for marker in _SCHEMA_MARKERS:
+            if marker in text:
+                try:
+                    schema, _ = json.JSONDecoder().raw_decode(text.split(marker, 1)[1].lstrip())
+                except json.JSONDecodeError:
+                    return None
+                return schema if isinstance(schema, dict) else None
     return None
 
 
@@ -364,7 +375,10 @@ def _message_text(content: object) -> str:
 
 
 def _schema_for(
-    request: dict[str, Any], prompt: str, known: dict[str, type[BaseModel]]
+    request: dict[str, Any],
+    prompt: str,
+    known: dict[str, type[BaseModel]],
+    sent: dict[str, Any] | None = None,
 ) -> type[BaseModel] | None:
     response_format = request.get("response_format") or {}
     name = (response_format.get("json_schema") or {}).get("name")
@@ -373,8 +387,23 @@ def _schema_for(
     task = p.task_of(prompt)
     if task in p.SCHEMA_FOR_TASK:
         return p.SCHEMA_FOR_TASK[task]
+    title = sent.get("title") if isinstance(sent, dict) else None
+    if title in known:
+        return known[title]
+    if isinstance(title, str) and title in ANSWERED_BY_NAME:
+        # a schema the fake answers by its name (Ragas' SummaryScore) though its class was not
+        # given (``schemas=``): the sent JSON schema names it
+        return _named_schema(title)
     text = json.dumps(request.get("messages", []))
     # the longest name the request holds: Ragas' "QuestionsGenerated" schema names its field
     # "Questions", which is also the name of a DeepEval schema
     named = [name for name in known if name in text]
     return known[max(named, key=len)] if named else None
+
+
+@functools.cache
+def _named_schema(name: str) -> type[BaseModel]:
+    """A model named ``name`` that keeps whatever fields it is given: the fake builds the
+    answer of a schema it answers by name (:data:`~shared.testing.fake.ANSWERED_BY_NAME`), the
+    client that sent the schema validates it."""
+    return pydantic.create_model(name, __config__=pydantic.ConfigDict(extra="allow"))
