@@ -29,8 +29,9 @@ Spearman with its bootstrap interval (:class:`PairedDifference`).
 Results are kept per metric and per article in ``workdir`` (one JSONL file per metric and
 configuration, appended as each article finishes): a rerun of the same benchmark reads them
 instead of calling the judge again. An article on which every row failed is not kept, so a rerun
-retries it. ``ours`` and ``ours-two-call`` also keep their judge replies there, each in a SQLite
-judge cache of its own.
+retries it. Within an article, every metric's judge replies are recorded there too
+(:mod:`.bench_recording`): a rerun replays what was answered, reported as what those rows cost
+(marked replayed), and pays only for the rest.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
+from importlib import metadata  # noqa: F401 (as before: installed_version reads it)
 from pathlib import Path
 from typing import Any, Unpack
 
