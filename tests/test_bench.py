@@ -709,3 +709,23 @@ def test_deepeval_runs_with_its_per_task_limit_fitted_to_the_timeout(
             workdir=tmp_path / "again", resamples=50, timeout=7,
         )  # fmt: skip
     assert seen and {task for task, _ in seen} == {999.0}
+
+
+def test_an_unreadable_recording_is_said_and_the_bench_still_scores(tmp_path: Path) -> None:
+    (tmp_path / "m-replies.sqlite3").write_bytes(b"not a database, " * 64)
+    heard: list[str] = []
+    with stub_server() as url:
+        result = bench(
+            model="stub",
+            base_url=url,
+            metrics=["m"],
+            items=pb.summeval_items(SUMMEVAL, articles=1, summaries=3),
+            ratings=["relevance"],
+            runners={"m": scripted(relevance)},
+            workdir=tmp_path,
+            on_metric=lambda name, message: heard.append(f"{name}: {message}"),
+        )
+        assert url.count == 3
+    assert result.metric("m").scored == 3
+    assert any("m-replies.sqlite3 cannot be read" in line for line in heard), heard
+    assert (tmp_path / "m-replies.sqlite3").read_bytes() == b"not a database, " * 64  # untouched

@@ -36,8 +36,10 @@ retries it. Within an article, every metric's judge replies are recorded there t
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -215,8 +217,42 @@ def _run_metric(
     # ours' results of one path are never resumed under another
     config = _digest(*parts, *([JUDGE_PATH_OF[name]] if name in JUDGE_PATH_OF else []))
     store = ResultStore(workdir / f"{name}-{config}.jsonl")
-    recording = Recording(workdir / f"{name}-replies.sqlite3")
+    recording = _recording(workdir / f"{name}-replies.sqlite3", lambda m: say(name, m))
     reasons: Counter[str] = Counter()
+    with contextlib.closing(recording) if recording is not None else contextlib.nullcontext():
+        _run_batches(name, runner, items, judge, workdir, store, recording, report, reasons, say)
+    report.scored = sum(1 for s in report.scores.values() if s is not None)
+    report.failed = report.rows - report.scored
+    report.reasons = dict(reasons.most_common())
+    if prices is not None:
+        report.dollars = prices.cost(asdict(report.usage))
+    say(name, f"{report.scored}/{report.rows} scored")
+    return report
+
+
+def _recording(path: Path, say: Callable[[str], None]) -> Recording | None:
+    """The metric's recorded replies; None (nothing replayed or recorded, said why) when the
+    file cannot be opened as one."""
+    try:
+        return Recording(path)
+    except (sqlite3.Error, OSError) as exc:
+        say(f"the recorded replies in {path} cannot be read ({exc}): nothing is replayed or kept")
+        return None
+
+
+def _run_batches(
+    name: str,
+    runner: Runner,
+    items: Sequence[BenchItem],
+    judge: JudgeConfig,
+    workdir: Path,
+    store: ResultStore,
+    recording: Recording | None,
+    report: MetricReport,
+    reasons: Counter[str],
+    say: Callable[[str, str], None],
+) -> None:
+    """Each article of ``items``: read back from ``store``, else scored (and kept)."""
     for batch in _batches(items):
         key = _digest([(i.id, i.source, i.summary) for i in batch])
         record = store.batches.get(key)
@@ -246,14 +282,6 @@ def _run_metric(
             report.scores[item_id] = score
             if score is None:
                 reasons[_first_line(why)] += 1
-    recording.close()
-    report.scored = sum(1 for s in report.scores.values() if s is not None)
-    report.failed = report.rows - report.scored
-    report.reasons = dict(reasons.most_common())
-    if prices is not None:
-        report.dollars = prices.cost(asdict(report.usage))
-    say(name, f"{report.scored}/{report.rows} scored")
-    return report
 
 
 def _progress(

@@ -36,10 +36,14 @@ class Recording:
         self._lock = threading.Lock()
         self._recorded_now: set[str] = set()
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        with self._lock, self._db:
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, body BLOB NOT NULL)"
-            )
+        try:
+            with self._lock, self._db:
+                self._db.execute(
+                    "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, body BLOB NOT NULL)"
+                )
+        except sqlite3.Error:
+            self._db.close()
+            raise
 
     @staticmethod
     def key(method: str, url: str, body: bytes) -> str:
