@@ -559,6 +559,7 @@ _DEFAULTS: dict[str, Callable[[str], dict]] = {
     "AnswersGenerated": _ragas_answers,
 }
 
-ANSWERED_BY_NAME = frozenset(("ExtractedKeyphrases", "QuestionsGenerated", "AnswersGenerated"))
-"""Other frameworks' schemas the fake answers from their name alone, from the prompt's texts
-(the stub answers them when a request's JSON schema carries the name, its class unknown)."""
+ANSWERED_BY_NAME = frozenset(_DEFAULTS)
+"""The schemas the fake answers from their name alone, from the prompt's texts (Ragas'
+included: the stub answers them when a request's JSON schema carries the name, its class
+unknown)."""

@@ -67,8 +67,10 @@ def stub_server(
 
     ``fail_first`` requests get HTTP ``fail_status`` (429 or 5xx) before any is answered, to
     exercise client retries. The schema of a request is taken from its JSON-schema
-    ``response_format`` name, from the task line of one of this project's prompts, or from
-    ``schemas`` (extra models, matched by name in the request). Yields the base URL.
+    ``response_format`` name, from the task line of one of this project's prompts, from the
+    title of the JSON schema it sends (in ``response_format`` or in its system message, as
+    Ragas' JSON mode does), or from ``schemas`` (extra models, matched by name in the
+    request). Yields the base URL.
 
     Opt-in imitations of real servers: ``refuse_json_schema`` answers a ``json_schema``
     ``response_format`` with HTTP 500 naming it, as llama-cpp-python's server does (it takes
