@@ -5,6 +5,7 @@ call), all against the stub judge on 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -596,3 +597,135 @@ def test_the_paired_difference_without_groups_is_pooled_and_seeded() -> None:
     again = pb.paired_difference(same, noisy, items, "rel", resamples=200, seed=1)
     assert first == again and first.difference is not None and first.units == 8
     assert first.low is not None and first.low < first.difference < first.high  # type: ignore[operator]
+
+
+def test_cli_bench_against_the_plain_stub_scores_every_row_of_every_metric(
+    tmp_path: Path,
+) -> None:
+    """``bench --articles 1`` against ``shared.testing.stub_server`` as tests and docs start it
+    (no extra schemas): Ragas' calls got HTTP 400 "stub: cannot tell which schema to answer"
+    (its JSON mode puts the schema in the system message, which the stub did not read), so
+    Ragas scored 0/16 and the bench exited 1. Each metric also says how far it is within the
+    article while it runs."""
+    with stub_server() as url:
+        result = _cli(
+            [
+                "--base-url", url, "--model", "stub", "--articles", "1",
+                "--workdir", str(tmp_path / "w"), "--json", str(tmp_path / "b.json"),
+                "--resamples", "50",
+            ]
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "b.json").read_text())
+    assert [m["name"] for m in data["metrics"]] == ["ours", "ours-two-call", "deepeval", "ragas"]
+    for m in data["metrics"]:
+        assert (m["scored"], m["failed"]) == (16, 0), (m["name"], m["reasons"])
+        assert m["usage"]["failed_calls"] == 0, m["name"]
+    text = " ".join(result.output.split())
+    for name in ("deepeval", "ragas"):  # the peers say each row they finish
+        assert f"{name}: A24: 16/16 row(s) done, " in text, text
+    assert "ours: A24: 10 call(s)" in text, text  # ours: every ten replies
+
+
+def test_a_rerun_replays_the_recorded_replies_and_reports_what_the_rows_cost(
+    tmp_path: Path,
+) -> None:
+    # The kept results gone (an article interrupted before it finished), the same command
+    # again: every metric's calls are answered from the recording in the work folder, nothing
+    # reaches the server, and each metric reports the same calls and tokens, marked replayed.
+    def run() -> pb.BenchResult:
+        return bench(
+            model="stub", base_url=url, articles=1, summaries=3, workdir=tmp_path, resamples=50
+        )
+
+    with stub_server() as url:
+        first = run()
+        paid = url.count
+        for kept in tmp_path.glob("*.jsonl"):
+            kept.unlink()
+        second = run()
+        assert url.count == paid  # not one request reached the server
+    for before, after in zip(first.metrics, second.metrics, strict=True):
+        assert after.scores == before.scores, after.name
+        assert after.resumed_batches == 0, after.name
+        assert before.usage.calls > 0 and before.usage.replayed_calls == 0, before.name
+        assert after.usage.replayed_calls == after.usage.calls, after.name
+        assert (after.usage.prompt_tokens, after.usage.completion_tokens) == (
+            before.usage.prompt_tokens,
+            before.usage.completion_tokens,
+        ) or after.name == "ours", after.name  # ours' first run also paid for the probe
+        assert after.usage.prompt_tokens > 0, after.name
+    from rich.console import Console
+
+    from shared.cli.bench_cli import print_result
+
+    console = Console(record=True, width=200)
+    print_result(second, console)
+    text = console.export_text()
+    calls = second.metric("ragas").usage.calls
+    assert f"{calls} ({calls} replayed)" in text
+    assert f"ragas: {calls} of {calls} call(s) answered from the recorded replies" in text
+
+
+def test_deepeval_runs_with_its_per_task_limit_fitted_to_the_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DeepEval's own per-task limit (180 s by default) cut every row on a slow server whatever
+    # --timeout said; the bench sets it, from the per-call timeout, while DeepEval runs.
+    from deepeval.config.settings import get_settings
+
+    names = (
+        "DEEPEVAL_PER_TASK_TIMEOUT_SECONDS_OVERRIDE",
+        "DEEPEVAL_PER_ATTEMPT_TIMEOUT_SECONDS_OVERRIDE",
+    )
+    for name in names:
+        monkeypatch.delenv(name, raising=False)
+    seen: list[tuple[float, float]] = []
+
+    def before_answer(_: dict[str, Any]) -> None:
+        settings = get_settings()
+        seen.append(
+            (
+                settings.DEEPEVAL_PER_TASK_TIMEOUT_SECONDS,
+                settings.DEEPEVAL_PER_ATTEMPT_TIMEOUT_SECONDS,
+            )
+        )
+
+    with stub_server(before_answer=before_answer) as url:
+        result = bench(
+            model="stub", base_url=url, metrics=["deepeval"], articles=1, summaries=3,
+            workdir=tmp_path, resamples=50, timeout=7,
+        )  # fmt: skip
+    assert result.metric("deepeval").scored == 3
+    rows_calls = 3 * (pb.DEEPEVAL_CALLS_PER_ROW + 1)
+    assert seen and set(seen) == {(7.0 * rows_calls, 7.0)}
+    assert not any(name in os.environ for name in names)  # restored
+    # a limit the user set is theirs
+    monkeypatch.setenv(names[0], "999")
+    seen.clear()
+    with stub_server(before_answer=before_answer) as url:
+        bench(
+            model="stub", base_url=url, metrics=["deepeval"], articles=1, summaries=3,
+            workdir=tmp_path / "again", resamples=50, timeout=7,
+        )  # fmt: skip
+    assert seen and {task for task, _ in seen} == {999.0}
+
+
+def test_an_unreadable_recording_is_said_and_the_bench_still_scores(tmp_path: Path) -> None:
+    (tmp_path / "m-replies.sqlite3").write_bytes(b"not a database, " * 64)
+    heard: list[str] = []
+    with stub_server() as url:
+        result = bench(
+            model="stub",
+            base_url=url,
+            metrics=["m"],
+            items=pb.summeval_items(SUMMEVAL, articles=1, summaries=3),
+            ratings=["relevance"],
+            runners={"m": scripted(relevance)},
+            workdir=tmp_path,
+            on_metric=lambda name, message: heard.append(f"{name}: {message}"),
+        )
+        assert url.count == 3
+    assert result.metric("m").scored == 3
+    assert any("m-replies.sqlite3 cannot be read" in line for line in heard), heard
+    assert (tmp_path / "m-replies.sqlite3").read_bytes() == b"not a database, " * 64  # untouched

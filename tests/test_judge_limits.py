@@ -270,6 +270,41 @@ def test_the_run_bill_equals_the_servers_counts_everywhere(
     assert f'id="judge-bill">{bill}' in report
 
 
+def test_the_bill_says_why_each_retry_happened(seed: tuple[str, str], tmp_path: Any) -> None:
+    from shared.testing import FakeJudge
+
+    # the probe's first request gets a 503 (tried again), and one sentence check comes back as
+    # no JSON (asked again with the error): two retries, each named in the bill
+    fake = FakeJudge({"SentenceChecks": ["not json"]})
+    with stub_server(fake, fail_first=1, fail_status=503) as url:
+        code, text = _cli(
+            "score", _rows(tmp_path, seed), "--base-url", url, "--model", "stub",
+            "--no-cache", "-o", tmp_path / "out.jsonl",
+        )  # fmt: skip
+        sent = url.usage["calls"]
+    assert code == 0, text
+    assert (
+        f"Judge bill: {sent} calls (2 retries: 1 HTTP 503 (server error); 1 invalid reply "
+        "(asked again with the error))," in text
+    )
+
+
+def test_judge_samples_over_a_warm_cache_cost_no_retries(tmp_path: Any) -> None:
+    # The cache's hits let the four samples race ahead and open many connections at once;
+    # the stub's listen queue (socketserver's 5) overflowed and dropped some, which the judge
+    # retried: "83 calls (19 retries)" where the server answered every call it accepted.
+    rows = Path(__file__).resolve().parents[1] / "examples" / "summaries.jsonl"
+    cache = tmp_path / "cache.sqlite3"
+    with stub_server() as url:
+        for samples, out in (("1", "one.jsonl"), ("4", "four.jsonl")):
+            code, text = _cli(
+                "score", rows, "--base-url", url, "--model", "stub", "--samples", samples,
+                "--cache", cache, "-o", tmp_path / out,
+            )  # fmt: skip
+            assert code == 0, text
+            assert "calls (0 retries)" in text, text
+
+
 def test_a_slow_server_gets_a_per_call_limit_that_fits_or_advice(
     seed: tuple[str, str], tmp_path: Any
 ) -> None:

@@ -29,23 +29,22 @@ Spearman with its bootstrap interval (:class:`PairedDifference`).
 Results are kept per metric and per article in ``workdir`` (one JSONL file per metric and
 configuration, appended as each article finishes): a rerun of the same benchmark reads them
 instead of calling the judge again. An article on which every row failed is not kept, so a rerun
-retries it. ``ours`` and ``ours-two-call`` also keep their judge replies there, each in a SQLite
-judge cache of its own.
+retries it. Within an article, every metric's judge replies are recorded there too
+(:mod:`.bench_recording`): a rerun replays what was answered, reported as what those rows cost
+(marked replayed), and pays only for the rest.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import functools
-import io
 import math
 import os
+import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
-from importlib import metadata
+from importlib import metadata  # noqa: F401 (as before: installed_version reads it)
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -88,193 +87,21 @@ from .bench_data import (  # noqa: F401 (re-exported: the names this module had)
     summeval_items,
     unrated,
 )
+from .bench_recording import Recording
+from .bench_runners import (  # noqa: F401 (re-exported: the names this module had)
+    DEEPEVAL_CALLS_PER_ROW,
+    PACKAGES,
+    RUNNERS,
+    Outcome,
+    Runner,
+    _describe,
+    deepeval_limits,
+    installed_version,
+    run_deepeval,
+    run_ours,
+    run_ragas,
+)
 from .comparison import DEFAULT_RESAMPLES
-
-# ---------------------------------------------------------------------------------------------
-# The metrics, each run as its users run it
-# ---------------------------------------------------------------------------------------------
-
-Outcome = tuple[float | None, str | None]
-"""(score, None) for a scored row, (None, why) otherwise."""
-Runner = Callable[[Sequence[BenchItem], JudgeConfig, UsageCounter, Path], list[Outcome]]
-"""Scores a batch of rows (one article) with one metric; may raise (the batch then counts as
-crashed, with the exception as the reason)."""
-
-
-def _quiet_frameworks() -> None:
-    """The peers' telemetry off, unless the user set these variables otherwise. (DeepEval's
-    ``.deepeval`` folder is kept out of the user's working folder by running it in the bench's
-    work folder: its read-only switch is read when DeepEval is first imported, which may be
-    before the bench runs.)"""
-    os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
-    os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")
-    os.environ.setdefault("DEEPEVAL_DISABLE_DOTENV", "1")
-
-
-@contextlib.contextmanager
-def _working_in(folder: Path) -> Iterator[None]:
-    """Run with ``folder`` as the working folder (DeepEval writes ``./.deepeval``)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    before = os.getcwd()
-    os.chdir(folder)
-    try:
-        yield
-    finally:
-        os.chdir(before)
-
-
-def run_ours(
-    items: Sequence[BenchItem],
-    judge: JudgeConfig,
-    counter: UsageCounter,
-    workdir: Path,
-    *,
-    judge_path: str = "sentences",
-    name: str = "ours",
-) -> list[Outcome]:
-    """Ours on ``judge_path``, with a judge cache of its own: each path pays its own calls."""
-    from ..judge.openai import OpenAIJudge
-    from ..pipeline import score_summaries
-
-    inner = OpenAIJudge(judge.model, client=judge.client(counter), timeout=judge.timeout)
-    results = score_summaries(
-        [(item.source, item.summary) for item in items],
-        judge=inner,
-        cache=workdir / f"{name}-judge-cache.sqlite3",
-        judge_path=judge_path,
-    )
-    return [(r.score, None) if r.scored else (None, r.error or "unscored") for r in results]
-
-
-def _deepeval_model(judge: JudgeConfig, counter: UsageCounter) -> Any:
-    from deepeval.models import DeepEvalBaseLLM
-
-    from ..core.bridge import run_sync
-    from ..judge.openai import OpenAIJudge
-
-    inner = OpenAIJudge(
-        judge.model,
-        client=judge.client(counter),
-        timeout=judge.timeout,
-        max_tokens=judge.max_tokens,
-    )
-
-    class BenchJudgeModel(DeepEvalBaseLLM):
-        """The bench's judge as a DeepEval model: structured replies through OpenAIJudge."""
-
-        def __init__(self) -> None:
-            super().__init__(judge.model)
-
-        def load_model(self) -> Any:
-            return inner
-
-        def get_model_name(self) -> str:
-            return judge.model
-
-        async def a_generate(self, prompt: str, schema: Any = None) -> Any:
-            if schema is None:
-                raise ValueError("the bench's DeepEval model answers structured prompts only")
-            return await inner.generate(prompt, schema)
-
-        def generate(self, prompt: str, schema: Any = None) -> Any:
-            return run_sync(lambda: self.a_generate(prompt, schema))
-
-    return BenchJudgeModel()
-
-
-def run_deepeval(
-    items: Sequence[BenchItem], judge: JudgeConfig, counter: UsageCounter, workdir: Path
-) -> list[Outcome]:
-    _quiet_frameworks()
-    from deepeval import evaluate
-    from deepeval.evaluate.configs import AsyncConfig, DisplayConfig, ErrorConfig
-    from deepeval.metrics import SummarizationMetric
-    from deepeval.test_case import LLMTestCase
-
-    model = _deepeval_model(judge, counter)
-    cases = [
-        LLMTestCase(name=item.id, input=item.source, actual_output=item.summary) for item in items
-    ]
-    # its banner would split the bench's table; its files belong in the work folder
-    with contextlib.redirect_stdout(io.StringIO()), _working_in(workdir.resolve()):
-        result = evaluate(
-            cases,
-            [SummarizationMetric(model=model)],
-            async_config=AsyncConfig(run_async=True),
-            display_config=DisplayConfig(print_results=False, show_indicator=False),
-            error_config=ErrorConfig(ignore_errors=True),
-        )
-    by_name: dict[str, Outcome] = {}
-    for test_result in result.test_results:
-        data = (test_result.metrics_data or [None])[0]
-        if data is None:
-            by_name[str(test_result.name)] = (None, "DeepEval returned no metric data")
-        elif data.error:
-            by_name[str(test_result.name)] = (None, str(data.error))
-        else:
-            by_name[str(test_result.name)] = (data.score, None)
-    return [by_name.get(item.id, (None, "DeepEval returned no result")) for item in items]
-
-
-def run_ragas(
-    items: Sequence[BenchItem], judge: JudgeConfig, counter: UsageCounter, workdir: Path
-) -> list[Outcome]:
-    _quiet_frameworks()
-    from ragas.llms import llm_factory
-    from ragas.metrics.collections import SummaryScore
-
-    from ..core.bridge import run_sync
-
-    options = {"max_tokens": judge.max_tokens} if judge.max_tokens else {}
-    llm = llm_factory(judge.model, client=judge.client(counter), **options)
-    metric = SummaryScore(llm=llm)
-
-    async def all_rows() -> list[Any]:
-        return await asyncio.gather(
-            *(metric.ascore(reference_contexts=[i.source], response=i.summary) for i in items),
-            return_exceptions=True,
-        )
-
-    outcomes: list[Outcome] = []
-    for found in run_sync(all_rows):
-        if isinstance(found, BaseException):
-            outcomes.append((None, _describe(found)))
-        else:
-            outcomes.append((getattr(found, "value", found), None))
-    return outcomes
-
-
-RUNNERS: dict[str, Runner] = {
-    **{n: functools.partial(run_ours, judge_path=p, name=n) for n, p in JUDGE_PATH_OF.items()},
-    "deepeval": run_deepeval,
-    "ragas": run_ragas,
-}
-PACKAGES = {
-    **dict.fromkeys(JUDGE_PATH_OF, "summary-eval"),
-    "deepeval": "deepeval",
-    "ragas": "ragas",
-}
-
-
-def installed_version(metric: str) -> str | None:
-    """The installed version of the package behind ``metric`` (None: not installed)."""
-    if metric in JUDGE_PATH_OF:
-        from .._version import __version__
-
-        return __version__
-    package = PACKAGES.get(metric)
-    if package is None:
-        return None
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".strip().rstrip(":")
-
 
 # ---------------------------------------------------------------------------------------------
 # The benchmark
@@ -390,15 +217,51 @@ def _run_metric(
     # ours' results of one path are never resumed under another
     config = _digest(*parts, *([JUDGE_PATH_OF[name]] if name in JUDGE_PATH_OF else []))
     store = ResultStore(workdir / f"{name}-{config}.jsonl")
+    recording = _recording(workdir / f"{name}-replies.sqlite3", lambda m: say(name, m))
     reasons: Counter[str] = Counter()
+    with contextlib.closing(recording) if recording is not None else contextlib.nullcontext():
+        _run_batches(name, runner, items, judge, workdir, store, recording, report, reasons, say)
+    report.scored = sum(1 for s in report.scores.values() if s is not None)
+    report.failed = report.rows - report.scored
+    report.reasons = dict(reasons.most_common())
+    if prices is not None:
+        report.dollars = prices.cost(asdict(report.usage))
+    say(name, f"{report.scored}/{report.rows} scored")
+    return report
+
+
+def _recording(path: Path, say: Callable[[str], None]) -> Recording | None:
+    """The metric's recorded replies; None (nothing replayed or recorded, said why) when the
+    file cannot be opened as one."""
+    try:
+        return Recording(path)
+    except (sqlite3.Error, OSError) as exc:
+        say(f"the recorded replies in {path} cannot be read ({exc}): nothing is replayed or kept")
+        return None
+
+
+def _run_batches(
+    name: str,
+    runner: Runner,
+    items: Sequence[BenchItem],
+    judge: JudgeConfig,
+    workdir: Path,
+    store: ResultStore,
+    recording: Recording | None,
+    report: MetricReport,
+    reasons: Counter[str],
+    say: Callable[[str, str], None],
+) -> None:
+    """Each article of ``items``: read back from ``store``, else scored (and kept)."""
     for batch in _batches(items):
         key = _digest([(i.id, i.source, i.summary) for i in batch])
         record = store.batches.get(key)
         if record is not None:
             report.resumed_batches += 1
         else:
-            counter = UsageCounter()
-            say(name, f"scoring {len(batch)} row(s) of {batch[0].group or batch[0].id}")
+            label = batch[0].group or batch[0].id
+            counter = UsageCounter(recording, _progress(say, name, label, len(batch)))
+            say(name, f"scoring {len(batch)} row(s) of {label}")
             started = time.perf_counter()
             try:
                 outcomes = _checked(runner(batch, judge, counter, workdir), len(batch))
@@ -419,13 +282,21 @@ def _run_metric(
             report.scores[item_id] = score
             if score is None:
                 reasons[_first_line(why)] += 1
-    report.scored = sum(1 for s in report.scores.values() if s is not None)
-    report.failed = report.rows - report.scored
-    report.reasons = dict(reasons.most_common())
-    if prices is not None:
-        report.dollars = prices.cost(asdict(report.usage))
-    say(name, f"{report.scored}/{report.rows} scored")
-    return report
+
+
+def _progress(
+    say: Callable[[str, str], None], name: str, label: str, rows: int
+) -> Callable[[Usage, int], None]:
+    """The progress lines of one metric within one article: rows finished (where the metric
+    says) and the judge replies so far, those replayed from the recording apart."""
+
+    def tell(usage: Usage, rows_done: int) -> None:
+        done = f"{rows_done}/{rows} row(s) done, " if rows_done else ""
+        replayed = f", {usage.replayed_calls} replayed" if usage.replayed_calls else ""
+        failed = f", {usage.failed_calls} failed" if usage.failed_calls else ""
+        say(name, f"{label}: {done}{usage.calls} call(s){replayed}{failed}")
+
+    return tell
 
 
 def _checked(outcomes: Any, n: int) -> list[Outcome]:

@@ -12,7 +12,7 @@ import os
 import random
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
@@ -22,6 +22,7 @@ from ..core.files import appending, read_regular
 from ..core.redact import register_secret, safe_record, url_secrets
 from ..evaluation.options import DEFAULT_TIMEOUT
 from .agreement import Estimate, _label_id, label_value, parse_mapping, read_labels
+from .bench_recording import REPLAYED, Recording, recording_transport
 from .lookup import find
 
 METRICS = ("ours", "ours-two-call", "deepeval", "ragas")
@@ -45,6 +46,9 @@ SUMMEVAL_PATH = Path(__file__).resolve().parents[2] / "examples" / "summeval" / 
 MIN_GROUP = 3
 REASON_CHARS = 200
 STORE_VERSION = 1
+PROGRESS_CALLS = 10
+"""A metric's progress line within an article comes every this many judge replies (and on each
+row a peer finishes)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,6 +287,9 @@ class Usage:
     prompt_tokens: int = 0
     cached_tokens: int = 0
     completion_tokens: int = 0
+    replayed_calls: int = 0
+    """Of the calls, answered from the bench's recording (:mod:`.bench_recording`): no server
+    call was made now; their tokens, counted above, are what the recorded replies cost."""
 
     def add(self, other: Usage) -> None:
         for name in self.__dataclass_fields__:
@@ -290,31 +297,58 @@ class Usage:
 
 
 class UsageCounter:
-    """Thread-safe totals of what a server reported, one ``record`` per reply."""
+    """Thread-safe totals of what a server reported, one ``record`` per reply. ``recording``
+    (the metric's :class:`~.bench_recording.Recording`) answers requests already answered;
+    ``on_progress(usage, rows_done)`` hears every :data:`PROGRESS_CALLS`-th reply and every row
+    a metric says it finished (:meth:`row_done`)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        recording: Recording | None = None,
+        on_progress: Callable[[Usage, int], None] | None = None,
+    ) -> None:
         self._lock = threading.Lock()
         self.usage = Usage()
+        self.recording = recording
+        self.on_progress = on_progress
+        self.rows_done = 0
 
-    def record(self, status: int, content: bytes) -> None:
+    def row_done(self) -> None:
+        """A metric finished one row (scored or not)."""
         with self._lock:
-            self.usage.calls += 1
-            if status >= 400:
-                self.usage.failed_calls += 1
-                return
-            try:
-                reply = bounded_json.loads(content.decode())
-            except (ValueError, UnicodeDecodeError):
-                return
-            usage = reply.get("usage") if isinstance(reply, dict) else None
-            if not isinstance(usage, dict):
-                return
-            details = usage.get("prompt_tokens_details") or {}
-            self.usage.prompt_tokens += _int(usage.get("prompt_tokens"))
-            self.usage.cached_tokens += _int(
-                details.get("cached_tokens") if isinstance(details, dict) else 0
-            )
-            self.usage.completion_tokens += _int(usage.get("completion_tokens"))
+            self.rows_done += 1
+        self._tell()
+
+    def _tell(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress(Usage(**asdict(self.usage)), self.rows_done)
+
+    def record(self, status: int, content: bytes, *, replayed: bool = False) -> None:
+        with self._lock:
+            self._record(status, content, replayed)
+            calls = self.usage.calls
+        if calls % PROGRESS_CALLS == 0:
+            self._tell()
+
+    def _record(self, status: int, content: bytes, replayed: bool) -> None:
+        self.usage.calls += 1
+        self.usage.replayed_calls += int(replayed)
+        if status >= 400:
+            self.usage.failed_calls += 1
+            return
+        try:
+            reply = bounded_json.loads(content.decode())
+        except (ValueError, UnicodeDecodeError):
+            return
+        usage = reply.get("usage") if isinstance(reply, dict) else None
+        if not isinstance(usage, dict):
+            return
+        details = usage.get("prompt_tokens_details") or {}
+        self.usage.prompt_tokens += _int(usage.get("prompt_tokens"))
+        self.usage.cached_tokens += _int(
+            details.get("cached_tokens") if isinstance(details, dict) else 0
+        )
+        self.usage.completion_tokens += _int(usage.get("completion_tokens"))
 
 
 def _int(value: Any) -> int:
@@ -352,16 +386,21 @@ def _per_loop_transport() -> Any:
 
 
 def counted_http_client(counter: UsageCounter, timeout: float) -> Any:
-    """An ``httpx.AsyncClient`` that records every chat-completions reply in ``counter``."""
+    """An ``httpx.AsyncClient`` that records every chat-completions reply in ``counter``, in
+    front of the counter's recording when it has one (a recorded reply counts as replayed)."""
     import httpx
 
     async def on_response(response: httpx.Response) -> None:
         if response.request.url.path.rstrip("/").endswith("/chat/completions"):
             await response.aread()
-            counter.record(response.status_code, response.content)
+            replayed = bool(response.extensions.get(REPLAYED))
+            counter.record(response.status_code, response.content, replayed=replayed)
 
+    transport = _per_loop_transport()
+    if counter.recording is not None:
+        transport = recording_transport(transport, counter.recording)
     return httpx.AsyncClient(
-        transport=_per_loop_transport(),
+        transport=transport,
         timeout=timeout,
         event_hooks={"response": [on_response]},
     )

@@ -24,6 +24,7 @@ from ..analysis.bench import (
     JUDGE_PATH_OF,
     METRICS,
     BenchResult,
+    MetricReport,
     bench,
     installed_version,
     labelled_items,
@@ -241,6 +242,15 @@ def _interval(low: float | None, high: float | None) -> str:
     return "" if low is None or high is None else f"[{low:+.2f}, {high:+.2f}]"
 
 
+def calls_text(m: MetricReport) -> str:
+    """A metric's calls, with how many failed and how many were replayed from the recording
+    (their tokens are the recorded replies': what the rows cost, not paid again now)."""
+    parts = [f"{m.usage.failed_calls} failed"] if m.usage.failed_calls else []
+    if m.usage.replayed_calls:
+        parts.append(f"{m.usage.replayed_calls} replayed")
+    return str(m.usage.calls) + (f" ({', '.join(parts)})" if parts else "")
+
+
 def dollars_text(value: float | None) -> str:
     return "unknown" if value is None else f"${value:.4f}"
 
@@ -272,8 +282,7 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
             m.version or "not installed",
             f"{m.scored}/{m.rows}",
             str(m.failed),
-            str(m.usage.calls)
-            + (f" ({m.usage.failed_calls} failed)" if m.usage.failed_calls else ""),
+            calls_text(m),
             f"{m.usage.prompt_tokens:,}",
             f"{m.usage.cached_tokens:,}",
             f"{m.usage.completion_tokens:,}",
@@ -322,6 +331,14 @@ def print_result(result: BenchResult, console: Console | None = None) -> None:
             console.print(
                 f"{literal(m.name)}: {literal(m.resumed_batches)} batch(es) read from the kept "
                 "results"
+            )
+        if m.usage.replayed_calls:
+            console.print(
+                f"{literal(m.name)}: {literal(m.usage.replayed_calls)} of "
+                f"{literal(m.usage.calls)} call(s) answered from "
+                "the recorded replies in --workdir (their tokens and dollars are what those rows "
+                "cost when first asked; nothing was paid for them now)",
+                soft_wrap=True,
             )
     console.print(
         f"Spearman: summary level = per group, then the mean (pooled without groups); "

@@ -86,7 +86,8 @@ def render(result: BenchResult) -> str:
         out.append(f"<p class='muted'>Note: {_e(note)}</p>")
     out.append(
         "<h2>Cost</h2><table><tr><th>metric</th><th>version</th><th>scored</th>"
-        "<th>failed</th><th>calls</th><th>failed calls</th><th>prompt tokens</th>"
+        "<th>failed</th><th>calls</th><th>failed calls</th><th>replayed calls</th>"
+        "<th>prompt tokens</th>"
         "<th>cached tokens</th><th>completion tokens</th><th>dollars</th>"
         "<th>wall s</th></tr>"
     )
@@ -95,7 +96,8 @@ def render(result: BenchResult) -> str:
         out.append(
             f"<tr><td>{_e(m.title)} ({_e(m.name)})</td><td>{_e(m.version or 'not installed')}"
             f"</td><td>{m.scored}/{m.rows}</td><td>{m.failed}</td><td>{m.usage.calls}</td>"
-            f"<td>{m.usage.failed_calls}</td><td>{m.usage.prompt_tokens:,}</td>"
+            f"<td>{m.usage.failed_calls}</td><td>{m.usage.replayed_calls}</td>"
+            f"<td>{m.usage.prompt_tokens:,}</td>"
             f"<td>{m.usage.cached_tokens:,}</td><td>{m.usage.completion_tokens:,}</td>"
             f"<td>{dollars}</td><td>{m.wall_s:.1f}</td></tr>"
         )

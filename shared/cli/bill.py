@@ -130,7 +130,13 @@ def estimate_text(estimate: Estimate, prices: Prices | None) -> str:
     )
 
 
-def bill_text(usage: Mapping[str, int], prices: Prices | None) -> str:
-    """The run's bill in one line (``Judge: 43 calls (2 retries), ...``)."""
+def bill_text(
+    usage: Mapping[str, int],
+    prices: Prices | None,
+    retry_reasons: Mapping[str, int] | None = None,
+) -> str:
+    """The run's bill in one line (``Judge: 43 calls (2 retries: 2 HTTP 429 (server busy)),
+    ...``): a retry says why it happened (``retry_reasons``, the judge's own count)."""
     dollars = prices.cost(usage) if prices is not None else None
-    return "Judge bill: " + format_usage(usage, dollars, prices.source if prices else "")
+    source = prices.source if prices else ""
+    return "Judge bill: " + format_usage(usage, dollars, source, retry_reasons)

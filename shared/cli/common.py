@@ -315,7 +315,8 @@ def _print_bill(judge: Any) -> str:
     usage = getattr(inner, "usage", None)
     if not isinstance(usage, dict):
         return ""
-    text = bill_text(usage, getattr(inner, "prices", None)).removeprefix("Judge bill: ")
+    reasons = getattr(inner, "retry_reasons", None)
+    text = bill_text(usage, getattr(inner, "prices", None), reasons).removeprefix("Judge bill: ")
     err.print(f"Judge bill: {literal(text)}")
     return text
 

@@ -72,16 +72,24 @@ def outside_collectors() -> contextvars.Context:
     return context
 
 
-def format_usage(usage: Mapping[str, int], dollars: float | None, price_source: str = "") -> str:
+def format_usage(
+    usage: Mapping[str, int],
+    dollars: float | None,
+    price_source: str = "",
+    retry_reasons: Mapping[str, int] | None = None,
+) -> str:
     """``43 calls (2 retries), 25,088 prompt tokens (0 cached), 15,488 completion tokens, $0.00``
-    (dollars ``unknown`` when no price is known)."""
+    (dollars ``unknown`` when no price is known); with ``retry_reasons`` (why each retry
+    happened, with counts) the retries say why: ``(2 retries: 2 HTTP 429 (server busy))``."""
     money = "cost unknown (no price for this model: give --price-in/--price-out)"
     if dollars is not None:
         money = f"${dollars:,.4f}" if 0 < dollars < 0.01 else f"${dollars:,.2f}"
         if price_source:
             money += f" ({price_source})"
+    why = "; ".join(f"{n:,} {reason}" for reason, n in (retry_reasons or {}).items() if n)
+    why = f": {why}" if why and usage.get("retries", 0) else ""
     return (
-        f"{usage.get('calls', 0):,} calls ({usage.get('retries', 0):,} retries), "
+        f"{usage.get('calls', 0):,} calls ({usage.get('retries', 0):,} retries{why}), "
         f"{usage.get('prompt_tokens', 0):,} prompt tokens "
         f"({usage.get('cached_tokens', 0):,} cached), "
         f"{usage.get('completion_tokens', 0):,} completion tokens, {money}"

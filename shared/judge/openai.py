@@ -40,6 +40,7 @@ trusted answer.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import copy
 import dataclasses
@@ -94,6 +95,7 @@ from .server import (  # noqa: F401 (re-exported: the names this module had)
     failure_reason,
     is_mode_refusal,
     not_a_completion,
+    retry_reason,
 )
 from .wrappers import JudgeFailed, JudgeOutputError
 
@@ -202,6 +204,7 @@ class OpenAIJudge:
         self.mode_notes: list[str] = []
         """Why a mode was left (one line per step down), for check_judge and reports."""
         self.usage = new_usage()
+        self.retry_reasons: collections.Counter[str] = collections.Counter()  # why, for the bill
         """Every request of this judge (and its sample twins): ``calls``, ``retries``,
         ``prompt_tokens``, ``cached_tokens``, ``completion_tokens`` (:mod:`shared.core.usage`)."""
         self.generation = {"tokens": 0, "seconds": 0.0}
@@ -447,6 +450,7 @@ class OpenAIJudge:
                     raise
                 await asyncio.sleep(wait)
                 attempt += 1
+                self.retry_reasons[retry_reason(exc)] += 1
                 continue
             finally:
                 request.cancel()  # a no-op once it is done; else the connection is dropped

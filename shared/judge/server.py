@@ -262,6 +262,20 @@ def _backoff(attempt: int, exc: BaseException) -> float:
     return min(0.5 * 2**attempt, 8.0) * (0.75 + random.random() / 2)
 
 
+def retry_reason(exc: BaseException) -> str:
+    """Why a transport fault was tried again, in a few words for the bill: the HTTP status
+    (429: the server is busy; 5xx: a server error), else the connection fault and its cause (a
+    connection the server dropped or refused: e.g. a full listen queue)."""
+    status = _status(exc)
+    if status == 429:
+        return "HTTP 429 (server busy)"
+    if status is not None:
+        return f"HTTP {status} (server error)"
+    cause = exc.__cause__ or exc.__context__
+    what = type(cause).__name__ if cause is not None else type(exc).__name__
+    return f"connection failed ({what})"
+
+
 def failure_reason(exc: BaseException) -> str:
     """A failed call in one line: the judge's own message for its errors, else the type too."""
     if isinstance(exc, JudgeFailed):

@@ -15,6 +15,7 @@ a finished job makes no call at all.
 from __future__ import annotations
 
 import asyncio
+import collections
 import hashlib
 import inspect
 import json
@@ -174,6 +175,8 @@ class LimitedJudge(_Wrapper):
             return await self._call_inner(prompt, schema, check)
 
 
+INVALID_REPLY = "invalid reply (asked again with the error)"
+"""The retry reason of an answer the validating judge asked again (the bill counts them)."""
 RETRY_NOTE = (
     "\n\nYour previous reply could not be used: {error}\n"
     "Reply again to the task above with JSON that matches the requested format exactly."
@@ -225,10 +228,14 @@ class ValidatingJudge(_Wrapper):
 def _count_retry(judge: _Wrapper) -> None:
     """An invalid answer asked again is a retry in the bill of a judge that keeps one
     (``usage["retries"]``, and the row's usage collector)."""
-    usage = getattr(_unwrap(judge), "usage", None)
+    inner = _unwrap(judge)
+    usage = getattr(inner, "usage", None)
     if isinstance(usage, dict) and "retries" in usage:
         usage["retries"] += 1
         record_usage(retries=1)
+        reasons = getattr(inner, "retry_reasons", None)
+        if isinstance(reasons, collections.Counter):
+            reasons[INVALID_REPLY] += 1
 
 
 def validation_summary(exc: ValidationError) -> str:

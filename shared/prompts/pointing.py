@@ -333,7 +333,7 @@ numbers of all the sentences that state it (at least two). List nothing if no po
 POINTED_ANSWERS_REPLY = (
     '"answers": [<one entry per item:> {{"index": <the item\'s number>, "grade": <0 to 5>, '
     '"sentence": <the number of the sentence that answers it, or 0>, "reason": <one sentence, '
-    'only for grades 1 to 4>}}]'
+    "only for grades 1 to 4>}}]"
 )
 POINTED_STYLE_REPLY = (
     '"sentences": [<one entry per sentence:> {{"index": <its number>, "vague": <true or false>, '

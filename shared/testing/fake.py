@@ -558,3 +558,8 @@ _DEFAULTS: dict[str, Callable[[str], dict]] = {
     "QuestionsGenerated": _ragas_questions,
     "AnswersGenerated": _ragas_answers,
 }
+
+ANSWERED_BY_NAME = frozenset(_DEFAULTS)
+"""The schemas the fake answers from their name alone, from the prompt's texts (Ragas'
+included: the stub answers them when a request's JSON schema carries the name, its class
+unknown)."""

@@ -5,6 +5,7 @@ built on it) runs offline.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import threading
@@ -14,10 +15,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
+import pydantic
 from pydantic import BaseModel
 
 from .. import prompts as p
-from .fake import FakeJudge, minimal_instance
+from .fake import ANSWERED_BY_NAME, FakeJudge, minimal_instance
 
 # ---------------------------------------------------------------------------------------------
 # Stub server
@@ -66,8 +68,10 @@ def stub_server(
 
     ``fail_first`` requests get HTTP ``fail_status`` (429 or 5xx) before any is answered, to
     exercise client retries. The schema of a request is taken from its JSON-schema
-    ``response_format`` name, from the task line of one of this project's prompts, or from
-    ``schemas`` (extra models, matched by name in the request). Yields the base URL.
+    ``response_format`` name, from the task line of one of this project's prompts, from the
+    title of the JSON schema it sends (in ``response_format`` or in its system message, as
+    Ragas' JSON mode does), or from ``schemas`` (extra models, matched by name in the
+    request). Yields the base URL.
 
     Opt-in imitations of real servers: ``refuse_json_schema`` answers a ``json_schema``
     ``response_format`` with HTTP 500 naming it, as llama-cpp-python's server does (it takes
@@ -193,13 +197,13 @@ class _Stub:
             _message_text(m.get("content")) for m in messages if m.get("role") == "user"
         )
         self.load_more(request, prompt)
-        schema = _schema_for(request, prompt, self.known)
+        sent = (
+            (response_format.get("json_schema") or {}).get("schema")
+            or response_format.get("schema")
+            or _schema_in_system(messages)
+        )
+        schema = _schema_for(request, prompt, self.known, sent)
         if schema is None:
-            sent = (
-                (response_format.get("json_schema") or {}).get("schema")
-                or response_format.get("schema")
-                or _schema_in_system(messages)
-            )
             if isinstance(sent, dict):  # a schema the fake has no builder for (a probe's)
                 return json.dumps(minimal_instance(sent))
             raise _NoSchema
@@ -344,22 +348,37 @@ class _Handler(BaseHTTPRequestHandler):
 class _QuietServer(ThreadingHTTPServer):
     """A client that gave up on a held reply (its deadline passed) is no server error."""
 
+    request_queue_size = 128
+    """Connections waiting to be accepted. socketserver's 5 overflowed when a run sent more
+    than 5 new connections at once (``--samples 4`` with cache hits letting the samples race
+    ahead): the client saw dropped connections and retried them, so the bill showed retries
+    the stub alone caused."""
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], BrokenPipeError | ConnectionResetError):
             return
         super().handle_error(request, client_address)
 
 
+_SCHEMA_MARKERS = ("JSON schema: ", "json_schema:")
+"""What precedes the JSON schema in a system message: this project's judge (modes without a
+schema field), and instructor's JSON mode (Ragas' ``llm_factory`` on an OpenAI client: "...
+match the following json_schema:" then the schema, then a line of text)."""
+
+
 def _schema_in_system(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The JSON schema a judge put in its system message (modes without a schema field)."""
+    """The JSON schema a client put in its system message (modes without a schema field)."""
     for message in messages:
         text = _message_text(message.get("content"))
-        if message.get("role") == "system" and "JSON schema: " in text:
-            try:
-                schema = json.loads(text.split("JSON schema: ", 1)[1])
-            except json.JSONDecodeError:
-                return None
-            return schema if isinstance(schema, dict) else None
+        if message.get("role") != "system":
+            continue
+        for marker in _SCHEMA_MARKERS:
+            if marker in text:
+                try:
+                    schema, _ = json.JSONDecoder().raw_decode(text.split(marker, 1)[1].lstrip())
+                except json.JSONDecodeError:
+                    return None
+                return schema if isinstance(schema, dict) else None
     return None
 
 
@@ -378,7 +397,10 @@ def _message_text(content: object) -> str:
 
 
 def _schema_for(
-    request: dict[str, Any], prompt: str, known: dict[str, type[BaseModel]]
+    request: dict[str, Any],
+    prompt: str,
+    known: dict[str, type[BaseModel]],
+    sent: dict[str, Any] | None = None,
 ) -> type[BaseModel] | None:
     response_format = request.get("response_format") or {}
     name = (response_format.get("json_schema") or {}).get("name")
@@ -387,8 +409,23 @@ def _schema_for(
     task = p.task_of(prompt)
     if task in p.SCHEMA_FOR_TASK:
         return p.SCHEMA_FOR_TASK[task]
+    title = sent.get("title") if isinstance(sent, dict) else None
+    if title in known:
+        return known[title]
+    if isinstance(title, str) and title in ANSWERED_BY_NAME:
+        # a schema the fake answers by its name (Ragas' SummaryScore) though its class was not
+        # given (``schemas=``): the sent JSON schema names it
+        return _named_schema(title)
     text = json.dumps(request.get("messages", []))
     # the longest name the request holds: Ragas' "QuestionsGenerated" schema names its field
     # "Questions", which is also the name of a DeepEval schema
     named = [name for name in known if name in text]
     return known[max(named, key=len)] if named else None
+
+
+@functools.cache
+def _named_schema(name: str) -> type[BaseModel]:
+    """A model named ``name`` that keeps whatever fields it is given: the fake builds the
+    answer of a schema it answers by name (:data:`~shared.testing.fake.ANSWERED_BY_NAME`), the
+    client that sent the schema validates it."""
+    return pydantic.create_model(name, __config__=pydantic.ConfigDict(extra="allow"))
