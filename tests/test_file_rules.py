@@ -29,7 +29,6 @@ IO_EXCEPTIONS = {
     ("cli/report.py", "report_template"): "reads the package's own template, not a user's file",
     ("runs/runner.py", "run_settings"): "a JSON round trip of the run's own settings in memory",
     ("testing/stub.py", "_Handler.do_POST"): "the test server parses a request it bounds itself",
-    ("testing/stub.py", "_schema_in_system"): "the test server reads the schema our prompt holds",
     ("prompts/builders.py", "read_grade_item"): "the fake judge reads the ITEMS line our own "
     "prompt wrote (prompts imports nothing of the package, so not bounded_json)",
 }
