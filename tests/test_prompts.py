@@ -32,7 +32,7 @@ def test_prompt_hashes_are_pinned() -> None:
 
 PINNED_COMPACT_HASH = "41dd183c"
 """The two-call path's hash (issue 23)."""
-PINNED_SENTENCE_HASH = "077b4db2"
+PINNED_SENTENCE_HASH = "83cfba40"
 """The sentences path's hash (the default path's prompts; issue 31)."""
 
 

@@ -91,10 +91,11 @@ the prompt alone) gets the exact positional list (step 1). ``benchmarks/peers.py
 (docs/PERFORMANCE.md)."""
 
 
-def _index(bound: int, fixed: int | None) -> Any:
+def _index(bound: int, fixed: int | None, what: str = "sentence judged") -> Any:
+    description = f"The number of the {what}."
     if fixed is not None:
-        return (Literal[fixed], Field(description="The number of the sentence judged."))
-    return (int, Field(ge=1, le=bound, description="The number of the sentence judged."))
+        return (Literal[fixed], Field(description=description))
+    return (int, Field(ge=1, le=bound, description=description))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,19 +127,20 @@ class SentenceChecks(ReplySchema):
 
 
 class PointedGrade(ReplySchema):
-    """A grade needing no reason: 0 (not answered, or wrong) or 5 (equivalent)."""
+    """A grade needing no reason: 0 (not answered, or wrong) or 5 (equivalent). The answering
+    sentence comes before the grade: the judge finds it, then grades it."""
 
     index: int = Field(ge=1, le=MAX_ITEMS, description="The number of the question graded.")
-    grade: Literal[0, 5]
     sentence: int = Field(ge=0, le=MAX_ITEMS, description="The answering sentence; 0 if none.")
+    grade: Literal[0, 5]
 
 
 class ReasonedGrade(ReplySchema):
     """A partial grade (1-4), with its one-sentence reason."""
 
     index: int = Field(ge=1, le=MAX_ITEMS, description="The number of the question graded.")
-    grade: Literal[1, 2, 3, 4]
     sentence: int = Field(ge=0, le=MAX_ITEMS, description="The answering sentence; 0 if none.")
+    grade: Literal[1, 2, 3, 4]
     reason: _text(REASON_CHARS, 1) = Field(description="One short sentence.")
 
 
@@ -171,10 +173,10 @@ class PointedReview(ReplySchema):
 def _variants(
     kinds: Sequence[type[ReplySchema]], bound: int, fixed: int | None, **extra: Any
 ) -> Any:
+    what = kinds[0].model_fields["index"].description or "The number of the sentence judged."
+    index = _index(bound, fixed, what.removeprefix("The number of the ").rstrip("."))
     made = tuple(
-        create_model(
-            kind.__name__, __base__=kind, __module__=__name__, index=_index(bound, fixed), **extra
-        )
+        create_model(kind.__name__, __base__=kind, __module__=__name__, index=index, **extra)
         for kind in kinds
     )
     return Union[made]  # noqa: UP007
@@ -331,8 +333,8 @@ idea restated, in the same or in other words. For each, name the point in a few 
 numbers of all the sentences that state it (at least two). List nothing if no point is repeated."""
 
 POINTED_ANSWERS_REPLY = (
-    '"answers": [<one entry per item:> {{"index": <the item\'s number>, "grade": <0 to 5>, '
-    '"sentence": <the number of the sentence that answers it, or 0>, "reason": <one sentence, '
+    '"answers": [<one entry per item:> {{"index": <the item\'s number>, "sentence": <the '
+    'number of the sentence that answers it, or 0>, "grade": <0 to 5>, "reason": <one sentence, '
     "only for grades 1 to 4>}}]"
 )
 POINTED_STYLE_REPLY = (

@@ -420,14 +420,14 @@ _POINTED_ROLE = "You read a summary on its own, given as numbered sentences"
 POINTED_REVIEW = _pointed(
     _POINTED_ROLE + ": what it conveys and how it is written.",
     "Do two things.\n\n1. Coverage. " + POINTED_COVERAGE_TASK + "\n\n2. " + POINTED_STYLE_TASK,
-    ["items_block", "sentences_block"],
+    ["sentences_block", "items_block"],
     [POINTED_ANSWERS_REPLY, POINTED_STYLE_REPLY],
     "one entry per item and one per sentence",
 )
 POINT_AND_GRADE = _pointed(
     _POINTED_ROLE + ": what it conveys.",
     POINTED_COVERAGE_TASK,
-    ["items_block", "sentences_block"],
+    ["sentences_block", "items_block"],
     [POINTED_ANSWERS_REPLY],
     "one entry per item",
 )
