@@ -15,9 +15,13 @@ from typing import Any, ClassVar
 
 from deepeval.metrics import BaseMetric
 from deepeval.metrics.indicator import metric_progress_indicator
-from deepeval.metrics.utils import construct_verbose_logs, initialize_model, prepare_measure
 from deepeval.models import DeepEvalBaseLLM
-from deepeval.test_case import LLMTestCase, SingleTurnParams
+
+try:
+    from deepeval.metrics.utils import construct_verbose_logs, initialize_model, prepare_measure
+    from deepeval.test_case import LLMTestCase, SingleTurnParams
+except ImportError as exc:  # DeepEval before 3.9.9: no SingleTurnParams, no prepare_measure
+    raise ImportError(f"deepeval_ext needs DeepEval 3.9.9 or newer: {exc}") from exc
 
 from shared import (
     NO_LLM_SUB_SCORES,
