@@ -4,6 +4,7 @@
   4's metrics do (``deepeval test run`` sums the cost; the tokens go into its test-run record).
   DeepEval's native models report tokens on the cost they return (``EvaluationCost``); a
   summary-eval judge (``OpenAIJudge``) reports them in the result's ``usage``.
+- The parameter check: DeepEval 4.2's ``prepare_measure``, or the check it wraps before.
 - Flaky: DeepEval 4.2 added flaky metrics (``metric.flaky``): a flaky metric's failure is counted
   apart and never fails its test case. ``inconclusive="flaky"`` marks a case whose samples give
   no clear verdict flaky, with a warning, instead of counting it as a pass or a fail.
@@ -16,6 +17,18 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
 from deepeval.metrics import BaseMetric
+
+try:
+    from deepeval.metrics.utils import prepare_measure
+except ImportError:  # DeepEval before 4.2: the parameter check its metrics called themselves
+    from deepeval.metrics.utils import check_llm_test_case_params
+
+    def prepare_measure(metric: Any, test_case: Any) -> None:
+        """DeepEval's own check of the test case's required parameters."""
+        multimodal = getattr(test_case, "multimodal", False)
+        check_llm_test_case_params(
+            test_case, metric._required_params, None, None, metric, metric.model, multimodal
+        )
 
 from shared import SummaryEvaluation
 from shared.adapter_kit import InconclusiveAs, Verdict, check_inconclusive

@@ -17,10 +17,11 @@ from deepeval.metrics import BaseMetric
 from deepeval.metrics.indicator import metric_progress_indicator
 from deepeval.models import DeepEvalBaseLLM
 
+from deepeval.metrics.utils import construct_verbose_logs, initialize_model
+
 try:
-    from deepeval.metrics.utils import construct_verbose_logs, initialize_model, prepare_measure
     from deepeval.test_case import LLMTestCase, SingleTurnParams
-except ImportError as exc:  # DeepEval before 3.9.9: no SingleTurnParams, no prepare_measure
+except ImportError as exc:  # DeepEval before 3.9.9 has no SingleTurnParams
     raise ImportError(f"deepeval_ext needs DeepEval 3.9.9 or newer: {exc}") from exc
 
 from shared import (
@@ -51,6 +52,7 @@ from ._host import (
     counted_as,
     counts_as_pass,
     mark_flaky,
+    prepare_measure,
     record_usage,
     unmark_flaky,
 )
