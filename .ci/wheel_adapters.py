@@ -10,18 +10,18 @@ os.environ.setdefault("DEEPEVAL_FILE_SYSTEM", "READ_ONLY")
 os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 
-from deepeval import evaluate as deepeval_evaluate  # noqa: E402
-from deepeval.evaluate.configs import DisplayConfig  # noqa: E402
-from deepeval.test_case import LLMTestCase  # noqa: E402
-from openai import AsyncOpenAI  # noqa: E402
-from ragas import EvaluationDataset  # noqa: E402
-from ragas import evaluate as ragas_evaluate  # noqa: E402
-from ragas.llms import llm_factory  # noqa: E402
+from deepeval import evaluate as deepeval_evaluate
+from deepeval.evaluate.configs import DisplayConfig
+from deepeval.test_case import LLMTestCase
+from openai import AsyncOpenAI
+from ragas import EvaluationDataset
+from ragas import evaluate as ragas_evaluate
+from ragas.llms import llm_factory
 
-import ragas_ext.collections  # noqa: E402
-from deepeval_ext import SummaryQualityMetric  # noqa: E402
-from ragas_ext import SummaryQuality  # noqa: E402
-from shared import OpenAIJudge  # noqa: E402
+import ragas_ext.collections
+from deepeval_ext import SummaryQualityMetric
+from ragas_ext import SummaryQuality
+from shared import OpenAIJudge
 
 SOURCE = (
     "A company is launching a new product, a smartphone app designed to help users track their "

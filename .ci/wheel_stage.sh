@@ -15,6 +15,7 @@ cleanup() { [ -z "$stub_pid" ] || kill "$stub_pid" 2>/dev/null || true; rm -rf "
 trap cleanup EXIT
 
 echo "== wheel: build the sdist, the wheel from it, and the wheel from the tree"
+rm -rf "$repo/build"  # setuptools' ignored build folder: a stale copy would reach the wheel
 "$python" -m venv "$work/builder"
 "$work/builder/bin/pip" install -q build
 "$work/builder/bin/python" -m build --outdir "$work/dist" "$repo" >"$work/build.log" 2>&1 \

@@ -30,6 +30,7 @@ except ImportError:  # DeepEval before 4.2: the parameter check its metrics call
             test_case, metric._required_params, None, None, metric, metric.model, multimodal
         )
 
+
 from shared import SummaryEvaluation
 from shared.adapter_kit import InconclusiveAs, Verdict, check_inconclusive
 
@@ -47,6 +48,21 @@ def deepeval_version() -> str:
         return version("deepeval")
     except PackageNotFoundError:  # pragma: no cover - imported above, so installed
         return "unknown"
+
+
+def threshold_rule(metric: Any) -> bool | None:
+    """DeepEval 4's ``BaseMetric.is_successful`` (score >= threshold; False on an error; None
+    without a threshold), which DeepEval 3.9 leaves abstract."""
+    if metric.threshold is None:
+        metric.success = None
+    elif metric.error is not None:
+        metric.success = False
+    else:
+        try:
+            metric.success = metric.score >= metric.threshold
+        except TypeError:
+            metric.success = False
+    return metric.success
 
 
 def check_inconclusive_as(value: object, *, has_flaky: bool = HAS_FLAKY) -> InconclusiveAsOrFlaky:

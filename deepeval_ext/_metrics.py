@@ -15,9 +15,8 @@ from typing import Any, ClassVar
 
 from deepeval.metrics import BaseMetric
 from deepeval.metrics.indicator import metric_progress_indicator
-from deepeval.models import DeepEvalBaseLLM
-
 from deepeval.metrics.utils import construct_verbose_logs, initialize_model
+from deepeval.models import DeepEvalBaseLLM
 
 try:
     from deepeval.test_case import LLMTestCase, SingleTurnParams
@@ -54,6 +53,7 @@ from ._host import (
     mark_flaky,
     prepare_measure,
     record_usage,
+    threshold_rule,
     unmark_flaky,
 )
 from ._judge import CaseUsage, current_usage, is_core_judge, judge_for
@@ -311,7 +311,7 @@ class _SummaryMetricBase(BaseMetric):
         if self.error is None and self.verdict is not None:
             self.success = counts_as_pass(self.verdict, self.inconclusive)
             return self.success
-        return super().is_successful()
+        return threshold_rule(self)
 
 
 def verdict_breakdown(verdict: Verdict | None) -> dict[str, Any]:

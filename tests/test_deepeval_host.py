@@ -113,7 +113,7 @@ def test_flaky_needs_deepeval_4_2() -> None:
     with pytest.raises(ValueError, match="inconclusive must be 'pass' or 'fail'"):
         check_inconclusive_as("maybe", has_flaky=True)
     if not HAS_FLAKY:  # the installed DeepEval is older: the metric says so at construction
-        with pytest.raises(ValueError, match="needs DeepEval 4.2"):
+        with pytest.raises(ValueError, match=r"needs DeepEval 4\.2"):
             inconclusive_metric(inconclusive="flaky")
 
 
@@ -145,7 +145,9 @@ def test_deepeval_test_run_shows_ours_cost_and_records_its_tokens(
     )
     proc = run([str(BIN / "deepeval"), "test", "run", str(tmp_path), *GUARD_ARGS], tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    record = json.loads((tmp_path / ".deepeval" / ".latest_test_run.json").read_text())
+    saved = tmp_path / ".deepeval" / ".latest_test_run.json"
+    assert saved.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    record = json.loads(saved.read_text(encoding="utf-8"))
     run_data = record.get("testRunData", record)
     (metric,) = run_data["testCases"][0]["metricsData"]
     cost = metric["evaluationCost"]

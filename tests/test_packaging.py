@@ -63,7 +63,7 @@ def package_data_covers(path: Path) -> bool:
 def test_the_summeval_sample_is_package_data() -> None:
     path = bench_data.summeval_path()
     assert path.is_file() and PACKAGE in path.resolve().parents
-    assert bench_data.SUMMEVAL_PATH == path
+    assert path == bench_data.SUMMEVAL_PATH
     assert package_data_covers(ROOT / path.resolve().relative_to(PACKAGE.parent))
     assert package_data_covers(path.resolve().parent / "README.md")  # its source and licence
     # the repository's examples/summeval is the same folder, not a second copy
@@ -90,7 +90,7 @@ def test_bench_reads_the_packaged_sample_by_default() -> None:
         (  # Ragas before 0.3.7 has no collections API
             "sys.modules['ragas.metrics.collections.base'] = None",
             "ragas_ext.collections",
-            "ragas_ext.collections needs Ragas 0.3.7 or newer",
+            "ragas_ext.collections needs Ragas 0.3.8 or newer",
         ),
     ],
 )
