@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Unpack
 try:
     from ragas.metrics.collections.base import BaseMetric
     from ragas.metrics.result import MetricResult
-except ImportError as exc:  # Ragas before 0.3.7 has no collections API (0.3.8: the oldest supported)
-    raise ImportError(f"ragas_ext.collections needs Ragas 0.3.8 or newer: {exc}") from exc
+except ImportError as exc:  # Ragas before 0.3.7: no collections API
+    raise ImportError(f"ragas_ext.collections needs Ragas 0.4.2 or newer: {exc}") from exc
 
 from shared.adapter_kit import ScoreOptionsKwargs, check_names
 

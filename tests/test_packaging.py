@@ -90,7 +90,7 @@ def test_bench_reads_the_packaged_sample_by_default() -> None:
         (  # Ragas before 0.3.7 has no collections API
             "sys.modules['ragas.metrics.collections.base'] = None",
             "ragas_ext.collections",
-            "ragas_ext.collections needs Ragas 0.3.8 or newer",
+            "ragas_ext.collections needs Ragas 0.4.2 or newer",
         ),
     ],
 )
