@@ -14,8 +14,12 @@ python="${PYTHON:-python3}"
 rm -rf "$venv"
 "$python" -m venv "$venv"
 echo "== oldest: install $(grep -v '^#' .ci/oldest.txt | tr '\n' ' ')"
-"$venv/bin/pip" install -q torch==2.13.0 -c .ci/oldest.txt -e ".[ragas,deepeval]" \
+"$venv/bin/pip" install -q torch==2.13.0 -c .ci/oldest.txt -e ".[ragas,deepeval,bench]" \
     "pytest>=8" "pytest-socket>=0.7"
+# Ragas 0.4.2 loads tiktoken's o200k_base when imported (0.4.3: on first use), from the network
+# unless cached: the bench extra's bpe-openai carries the same file.
+export TIKTOKEN_CACHE_DIR="$PWD/$venv/tiktoken-cache"
+"$venv/bin/python" .ci/tiktoken_cache.py "$TIKTOKEN_CACHE_DIR"
 "$venv/bin/pip" list 2>/dev/null | grep -iE '^(deepeval|ragas|openai|pydantic|spacy) ' || true
 installed="$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("deepeval"), m.version("ragas"))')"
 [ "$installed" = "$(grep -v '^#' .ci/oldest.txt | cut -d= -f3 | tr '\n' ' ' | sed 's/ $//')" ] \
