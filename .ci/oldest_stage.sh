@@ -4,8 +4,9 @@
 #
 # A fresh venv (pip's cache reused; the same torch pin as the README), the package with both
 # extras resolved under .ci/oldest.txt instead of constraints.txt, then only the adapter tests:
-# tests/test_deepeval_ext.py, tests/test_ragas_ext.py, tests/test_deepeval_cli.py and the code
-# examples of docs/deepeval.md and docs/ragas.md. Their shown outputs are compared too.
+# tests/test_deepeval_ext.py, tests/test_ragas_ext.py, tests/test_deepeval_cli.py,
+# tests/test_deepeval_host.py (DeepEval's conventions), tests/test_packaging.py (the ranges) and
+# the code examples of docs/deepeval.md and docs/ragas.md, their shown outputs compared too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,4 +28,5 @@ installed="$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.vers
 echo "== oldest: adapter tests"
 "$venv/bin/python" -m pytest -p no:cacheprovider -q \
     tests/test_deepeval_ext.py tests/test_ragas_ext.py tests/test_deepeval_cli.py \
+    tests/test_deepeval_host.py tests/test_packaging.py \
     tests/test_docs_code.py -k "not test_docs_code or deepeval.md or ragas.md"
