@@ -11,7 +11,10 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python3}"
 work="$(mktemp -d)"
 stub_pid=""
-cleanup() { [ -z "$stub_pid" ] || kill "$stub_pid" 2>/dev/null || true; rm -rf "$work"; }
+cleanup() {  # the stub, the temporary folder, and setuptools' ignored outputs in the tree
+    [ -z "$stub_pid" ] || kill "$stub_pid" 2>/dev/null || true
+    rm -rf "$work" "$repo/build" "$repo"/*.egg-info
+}
 trap cleanup EXIT
 
 echo "== wheel: build the sdist, the wheel from it, and the wheel from the tree"
