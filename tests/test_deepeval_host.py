@@ -24,6 +24,18 @@ from shared.testing import FakeJudge, stub_server
 from tests.test_docs_code import installed_version
 from tests.test_verdict import FLAGGED, SUPPORTED
 
+
+@pytest.fixture(autouse=True)
+def _run_outside_the_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """DeepEval writes ``./.deepeval/`` (cache, last run) when it evaluates: in a temp dir."""
+    from tests.test_deepeval_cli import repo_deepeval_files
+
+    before = repo_deepeval_files()
+    monkeypatch.chdir(tmp_path)
+    yield
+    assert repo_deepeval_files() == before, "a test wrote into .deepeval/ in the repository"
+
+
 needs_flaky = pytest.mark.skipif(not HAS_FLAKY, reason="DeepEval before 4.2 has no flaky metrics")
 
 
