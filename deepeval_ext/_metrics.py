@@ -15,9 +15,13 @@ from typing import Any, ClassVar
 
 from deepeval.metrics import BaseMetric
 from deepeval.metrics.indicator import metric_progress_indicator
-from deepeval.metrics.utils import construct_verbose_logs, initialize_model, prepare_measure
+from deepeval.metrics.utils import construct_verbose_logs, initialize_model
 from deepeval.models import DeepEvalBaseLLM
-from deepeval.test_case import LLMTestCase, SingleTurnParams
+
+try:
+    from deepeval.test_case import LLMTestCase, SingleTurnParams
+except ImportError as exc:  # DeepEval before 3.9.9 has no SingleTurnParams
+    raise ImportError(f"deepeval_ext needs DeepEval 3.9.9 or newer: {exc}") from exc
 
 from shared import (
     NO_LLM_SUB_SCORES,
@@ -31,10 +35,8 @@ from shared.adapter_kit import (
     OPTION_NAMES,
     SUB_SCORE_NAMES,
     SUB_SCORES,
-    InconclusiveAs,
     SubScore,
     Verdict,
-    check_inconclusive,
     on_change,
     option_fields,
     row_verdict,
@@ -43,6 +45,17 @@ from shared.adapter_kit import (
 )
 
 from ._cases import checkable_case
+from ._host import (
+    InconclusiveAsOrFlaky,
+    check_inconclusive_as,
+    counted_as,
+    counts_as_pass,
+    mark_flaky,
+    prepare_measure,
+    record_usage,
+    threshold_rule,
+    unmark_flaky,
+)
 from ._judge import CaseUsage, current_usage, is_core_judge, judge_for
 
 
@@ -76,7 +89,7 @@ class _SummaryMetricBase(BaseMetric):
         async_mode: bool = True,
         verbose_mode: bool = False,
         flaky: bool = False,
-        inconclusive: InconclusiveAs = "pass",
+        inconclusive: InconclusiveAsOrFlaky = "pass",
         **options: Any,
     ) -> None:
         # Every argument is stored under its own name: deepeval.evaluate() copies a metric per
@@ -108,8 +121,9 @@ class _SummaryMetricBase(BaseMetric):
         self.async_mode = async_mode
         self.verbose_mode = verbose_mode
         self.flaky = flaky
-        # samples=k > 1: what a case whose samples give no clear verdict counts as
-        self.inconclusive = check_inconclusive(inconclusive)
+        # samples=k > 1: what a case whose samples give no clear verdict counts as ("flaky":
+        # DeepEval's flaky handling, the case warns instead of failing; deepeval_ext._host)
+        self.inconclusive = check_inconclusive_as(inconclusive)
         self.verdict: Verdict | None = None
         for attr, default in defaults.items():  # the core's options, as given
             setattr(self, attr, options.get(attr, default))
@@ -199,6 +213,8 @@ class _SummaryMetricBase(BaseMetric):
     def _clear_result(self) -> None:
         self.score = self.score_breakdown = self.reason = self.success = self.verdict = None
         self.error = self.evaluation_cost = self.verbose_logs = None
+        self.input_tokens = self.output_tokens = None
+        unmark_flaky(self)
 
     def _record_failure(self, message: str, usage: CaseUsage) -> None:
         self.score = self.verdict = None
@@ -206,7 +222,7 @@ class _SummaryMetricBase(BaseMetric):
         self.reason = None
         self.success = False
         self.error = message
-        self.evaluation_cost = usage.cost
+        record_usage(self, usage, None, core_judge=is_core_judge(self.model))
         self.verbose_logs = None
 
     def _record(self, evaluation: SummaryEvaluation, usage: CaseUsage) -> None:
@@ -238,6 +254,7 @@ class _SummaryMetricBase(BaseMetric):
             )
         if error is not None:
             self._record_failure(error, usage)
+            record_usage(self, usage, evaluation, core_judge=is_core_judge(self.model))
             self.verbose_logs = construct_verbose_logs(
                 self, steps=[*_evidence_steps(evaluation), f"Error: {error}"]
             )
@@ -259,8 +276,9 @@ class _SummaryMetricBase(BaseMetric):
         self.score_breakdown.update(verdict_breakdown(self.verdict))
         self.reason = self._with_verdict(self._reason(evaluation)) if self.include_reason else None
         self.error = None
-        self.evaluation_cost = usage.cost
+        record_usage(self, usage, evaluation, core_judge=is_core_judge(self.model))
         self.success = self.is_successful()
+        mark_flaky(self, self.verdict)
         self.verbose_logs = construct_verbose_logs(
             self,
             steps=[
@@ -280,10 +298,8 @@ class _SummaryMetricBase(BaseMetric):
             return reason
         line = self.verdict.line()
         if self.verdict.verdict == "inconclusive":
-            line += (
-                f" Counted as {'a pass' if self.inconclusive == 'pass' else 'a fail'} "
-                f"(inconclusive={self.inconclusive!r})."
-            )
+            how = counted_as(self.inconclusive)
+            line += f" Counted as {how} (inconclusive={self.inconclusive!r})."
         head, _, rest = reason.partition("\n")
         return "\n".join(part for part in (head, line, rest) if part)
 
@@ -293,9 +309,9 @@ class _SummaryMetricBase(BaseMetric):
         ``inconclusive`` option says (a pass by default). DeepEval reads this for each case's
         ``success`` (``evaluate``, ``assert_test``, ``deepeval test run``)."""
         if self.error is None and self.verdict is not None:
-            self.success = self.verdict.counts_as_pass(self.inconclusive)
+            self.success = counts_as_pass(self.verdict, self.inconclusive)
             return self.success
-        return super().is_successful()
+        return threshold_rule(self)
 
 
 def verdict_breakdown(verdict: Verdict | None) -> dict[str, Any]:

@@ -18,8 +18,24 @@ from shared.testing import FakeJudge
 OutputShape = Literal["instance", "json", "tuple"]
 
 
+class CostWithTokens(float):
+    """A call's cost carrying its token counts, as DeepEval 4's native models return it
+    (``deepeval.models.utils.EvaluationCost``; defined here so every DeepEval version has it)."""
+
+    input_tokens: int
+    output_tokens: int
+
+    def __new__(cls, value: float, input_tokens: int, output_tokens: int) -> CostWithTokens:
+        cost = super().__new__(cls, value)
+        cost.input_tokens, cost.output_tokens = input_tokens, output_tokens
+        return cost
+
+
 class FakeDeepEvalModel(DeepEvalBaseLLM):
     """``FakeDeepEvalModel(judge=FakeJudge(...), output="tuple", cost_per_call=0.001)``.
+
+    ``tokens_per_call=(input, output)`` (with ``output="tuple"``) reports token counts on each
+    call's cost, as DeepEval's native models do.
 
     Without a schema (a caller that does not pass one) it returns the JSON text, as a plain
     text model would. ``judge.prompts`` records every prompt, for assertions.
@@ -31,6 +47,7 @@ class FakeDeepEvalModel(DeepEvalBaseLLM):
         *,
         output: OutputShape = "instance",
         cost_per_call: float = 0.0,
+        tokens_per_call: tuple[int, int] | None = None,
         name: str = "fake-deepeval-model",
     ) -> None:
         if output not in ("instance", "json", "tuple"):
@@ -38,6 +55,7 @@ class FakeDeepEvalModel(DeepEvalBaseLLM):
         self.judge = judge if judge is not None else FakeJudge(model_id=name)
         self.output = output
         self.cost_per_call = cost_per_call
+        self.tokens_per_call = tokens_per_call
         super().__init__(name)
 
     def load_model(self) -> FakeJudge:
@@ -59,4 +77,8 @@ class FakeDeepEvalModel(DeepEvalBaseLLM):
             # scripted raw text passes through unchanged, so malformed replies reach the adapter
             return self.judge.answer_text(prompt, schema)
         answer = await self.judge.generate(prompt, schema)
-        return (answer, self.cost_per_call) if self.output == "tuple" else answer
+        if self.output != "tuple":
+            return answer
+        if self.tokens_per_call is None:
+            return answer, self.cost_per_call
+        return answer, CostWithTokens(self.cost_per_call, *self.tokens_per_call)

@@ -13,8 +13,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Unpack
 
-from ragas.metrics.collections.base import BaseMetric
-from ragas.metrics.result import MetricResult
+try:
+    from ragas.metrics.collections.base import BaseMetric
+    from ragas.metrics.result import MetricResult
+except ImportError as exc:  # Ragas before 0.3.7: no collections API
+    raise ImportError(f"ragas_ext.collections needs Ragas 0.4.2 or newer: {exc}") from exc
 
 from shared.adapter_kit import ScoreOptionsKwargs, check_names
 

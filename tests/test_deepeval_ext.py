@@ -14,7 +14,7 @@ import pytest
 from deepeval import assert_test, evaluate
 from deepeval.errors import MissingTestCaseParamsError
 from deepeval.evaluate.configs import AsyncConfig, DisplayConfig, ErrorConfig
-from deepeval.metrics.utils import copy_metrics
+from deepeval.metrics.utils import copy_metrics, initialize_model
 from deepeval.models import DeepEvalBaseLLM
 from deepeval.test_case import LLMTestCase
 from openai import AsyncOpenAI, OpenAI
@@ -203,7 +203,8 @@ def test_model_name_string_resolves_like_deepeval(
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
         monkeypatch.setenv("OPENAI_BASE_URL", url)
         metric = SummaryQualityMetric(model="gpt-4.1")
-        assert type(metric.model).__name__ == "OpenAIModel" and metric.using_native_model
+        native = type(initialize_model("gpt-4.1")[0])  # OpenAIModel (GPTModel before DeepEval 4)
+        assert type(metric.model) is native and metric.using_native_model
         metric.measure(case(source, summary), _show_indicator=False)
         assert url.count > 0 and all(r["model"] == "gpt-4.1" for r in url.requests)
     assert metric.error is None and metric.score == pytest.approx(

@@ -14,6 +14,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -40,9 +41,16 @@ METRIC_TITLES = {
 SUMMEVAL_RATINGS = ("coherence", "consistency", "fluency", "relevance")
 DEFAULT_ARTICLES = 10
 DEFAULT_SEED = 0
-SUMMEVAL_PATH = Path(__file__).resolve().parents[2] / "examples" / "summeval" / "dev.jsonl"
-"""The SummEval dev half shipped in the repository (not part of an installed wheel: pass
-``summeval=`` / ``--summeval`` there)."""
+
+
+def summeval_path() -> Path:
+    """The SummEval dev half shipped inside the package (package data, so an installed wheel
+    has it too; the repository's ``examples/summeval`` links to the same folder)."""
+    return Path(str(resources.files(__package__).joinpath("data", "summeval", "dev.jsonl")))
+
+
+SUMMEVAL_PATH = summeval_path()
+"""The default data of :func:`summeval_items` and ``summary-eval bench``: :func:`summeval_path`."""
 MIN_GROUP = 3
 REASON_CHARS = 200
 STORE_VERSION = 1

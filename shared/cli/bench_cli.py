@@ -71,7 +71,7 @@ class BenchFlags:
         min=1,
     )
     summeval: Path | None = flag(
-        None, "The SummEval dev JSONL (default: examples/summeval/dev.jsonl)."
+        None, "The SummEval dev JSONL (default: the sample shipped in the package)."
     )
     data: Path | None = flag(
         None, "Your own rows instead of SummEval (JSONL or CSV, as `score` reads)."
