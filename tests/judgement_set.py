@@ -96,25 +96,30 @@ def judgement_failures(scored: list[Scored]) -> list[str]:
     if unscored:
         failures.append(f"unscored rows: {unscored}")
     both = [s for s in scored if s.faithful.scored and s.twin.scored]
-    twin_below = [s.item["id"] for s in both if s.twin.alignment < s.faithful.alignment]
-    if len(twin_below) < TWIN_BELOW:
-        failures.append(
-            f"twin alignment below the faithful summary's in {len(twin_below)} of {len(scored)} "
-            f"pairs ({twin_below}), needs {TWIN_BELOW}"
-        )
-    flagged = [s.item["id"] for s in scored if s.twin.scored and _flagged(s)]
-    if len(flagged) < FLAGGED:
-        failures.append(
-            f"changed sentence flagged with an error type in {len(flagged)} of {len(scored)} "
-            f"twins ({flagged}), needs {FLAGGED}"
-        )
     covered = [s for s in scored if s.faithful.scored and s.omission.scored]
-    omission_below = [s.item["id"] for s in covered if s.omission.coverage < s.faithful.coverage]
-    if len(omission_below) < OMISSION_BELOW:
-        failures.append(
-            f"omission coverage below the complete summary's in {len(omission_below)} of "
-            f"{len(scored)} pairs ({omission_below}), needs {OMISSION_BELOW}"
-        )
+    checks = [
+        (
+            "twin alignment below the faithful summary's",
+            "pairs",
+            [s.item["id"] for s in both if s.twin.alignment < s.faithful.alignment],
+            TWIN_BELOW,
+        ),
+        (
+            "changed sentence flagged with an error type",
+            "twins",
+            [s.item["id"] for s in scored if s.twin.scored and _flagged(s)],
+            FLAGGED,
+        ),
+        (
+            "omission coverage below the complete summary's",
+            "pairs",
+            [s.item["id"] for s in covered if s.omission.coverage < s.faithful.coverage],
+            OMISSION_BELOW,
+        ),
+    ]
+    for what, of, ids, needed in checks:
+        if len(ids) < needed:
+            failures.append(f"{what} in {len(ids)} of {len(scored)} {of} ({ids}), needs {needed}")
     return failures
 
 

@@ -75,8 +75,12 @@ def test_a_console_on_a_pipe_prints_whole_lines_and_a_terminal_still_wraps() -> 
     assert isinstance(console(stderr=True), WholeLines)
 
 
-def test_piped_score_output_keeps_each_line_whole(tmp_path: Path) -> None:
-    """The estimate line (about 150 characters) and the closing lines reach ``| grep`` whole."""
+OUT = "out.results.jsonl"
+
+
+def _dry_run(tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], int]:
+    """``score --dry-run`` of the examples against the stub, piped: the run and the calls the
+    stub got."""
     with stub_server() as url:
         done = subprocess.run(
             [
@@ -86,7 +90,7 @@ def test_piped_score_output_keeps_each_line_whole(tmp_path: Path) -> None:
                 *_stub(url),
                 "--dry-run",
                 "-o",
-                "out.results.jsonl",
+                OUT,
             ],
             cwd=tmp_path,
             env=_env(),
@@ -94,6 +98,12 @@ def test_piped_score_output_keeps_each_line_whole(tmp_path: Path) -> None:
             text=True,
             timeout=600,
         )
+        return done, url.count
+
+
+def test_piped_score_output_keeps_each_line_whole(tmp_path: Path) -> None:
+    """The estimate line (about 150 characters) and the closing lines reach ``| grep`` whole."""
+    done, _ = _dry_run(tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     estimate = [line for line in done.stderr.splitlines() if line.startswith("Estimate for ")]
     assert len(estimate) == 1 and estimate[0].endswith("before cache hits"), done.stderr
@@ -117,28 +127,12 @@ def test_version_loads_no_command_module(tmp_path: Path) -> None:
 
 
 def test_dry_run_loads_no_text_model(tmp_path: Path) -> None:
-    with stub_server() as url:
-        done = subprocess.run(
-            [
-                *_child(),
-                "score",
-                str(EXAMPLES),
-                *_stub(url),
-                "--dry-run",
-                "-o",
-                "out.results.jsonl",
-            ],
-            cwd=tmp_path,
-            env=_env(),
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert url.count == 0  # --dry-run calls no judge
+    done, calls = _dry_run(tmp_path)
+    assert calls == 0  # --dry-run calls no judge
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Estimate for 8 row(s): about " in done.stderr
     assert _loaded(done.stderr) == []
-    assert not (tmp_path / "out.results.jsonl").exists()
+    assert not (tmp_path / OUT).exists()
 
 
 def _stub_judge(folder: Path, peer_request: bool) -> tuple[str, str]:
