@@ -34,10 +34,18 @@ from shared import score_summaries
 DATA = Path(__file__).parent / "data" / "judgement_set.jsonl"
 KINDS = ("faithful", "twin", "omission")
 
-TWIN_BELOW = 6
-FLAGGED = 5
+TWIN_BELOW = 1
+FLAGGED = 2
 OMISSION_BELOW = 6
-"""Out of 8 pairs each (see the module docstring and docs/JUDGES.md for what was measured)."""
+"""Out of 8 pairs each. Measured with Qwen2.5-Coder-1.5B-Instruct (temperature 0, the CI
+stage's server; two runs of the prompts before the last change and one with it, docs/JUDGES.md):
+twins below 2 of 8 every time, changed sentences flagged 3 of 8 every time, omissions below 7
+of 8 (the run with today's prompts). Each threshold keeps a margin of one below what was
+measured (llama.cpp's parallel slots are not bit-reproducible at temperature 0), and the twin
+thresholds are far below "most pairs": the reference local judge misses swapped names,
+negations and one of the two additions, and does no better than word overlap on the twins
+(tests/test_judgement_set.py). A judge that calls
+everything "supported" gets 0, 0 and 0."""
 
 OPTIONS: dict[str, Any] = {"n": 5, "dimensions": (), "concurrency": 2}
 """Five questions a source and no text dimensions: the checks read alignment, coverage and the
