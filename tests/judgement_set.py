@@ -38,7 +38,7 @@ TWIN_BELOW = 1
 FLAGGED = 2
 OMISSION_BELOW = 6
 """Out of 8 pairs each. Measured with Qwen2.5-Coder-1.5B-Instruct (temperature 0, the CI
-stage's server; two runs of the prompts before the last change and one with it, docs/JUDGES.md):
+stage's server; one run with the prompts before the last change and one with them; docs/JUDGES.md):
 twins below 2 of 8 every time, changed sentences flagged 3 of 8 every time, omissions below 7
 of 8 (the run with today's prompts). Each threshold keeps a margin of one below what was
 measured (llama.cpp's parallel slots are not bit-reproducible at temperature 0), and the twin

@@ -78,6 +78,9 @@ def offline_env() -> dict[str, str]:
         NO_COLOR="1",
     )
     env.pop("SUMMARY_EVAL_MODEL", None)
+    # an in-process DeepEval run earlier in this session writes DEEPEVAL_FILE_SYSTEM=READ_ONLY
+    # into os.environ; a child `deepeval test run` must not inherit it (it then saves no record)
+    env.pop("DEEPEVAL_FILE_SYSTEM", None)
     return env
 
 
