@@ -276,29 +276,36 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert stats_rows.group(1).count("<tr>") == len(score_keys()) + 1  # header + one per key
 
 
+def _weakest_second(weakest: str, failed: str, **unsupported: str) -> dict:
+    """Grounding evidence of "The dog bit the postman." and ``weakest``, the second sentence
+    least supported (its "3" not in the source)."""
+    return {
+        "score": 0.4,
+        "reason": "least supported: sentence 2",
+        "least_supported": 2,
+        "sentences": [
+            {"index": 1, "sentence": "The dog bit the postman.", "support": 0.9},
+            {
+                "index": 2,
+                "sentence": weakest,
+                "support": 0.2,
+                "failed": [failed],
+                "best_source": "The dog bit the postman on Monday.",
+            },
+        ],
+        "unsupported": [
+            {"text": "3", "label": "CARDINAL", "sentence": weakest, "supported": False}
+            | unsupported
+        ],
+    }
+
+
 def test_least_supported_sentence_is_highlighted_and_listed() -> None:
     summary = "The dog bit the postman. The postman won <b>3</b> medals."
     weakest = "The postman won <b>3</b> medals."
     evidence = {
         "dimension_evidence": {
-            "grounding": {
-                "score": 0.4,
-                "reason": "least supported: sentence 2",
-                "least_supported": 2,
-                "sentences": [
-                    {"index": 1, "sentence": "The dog bit the postman.", "support": 0.9},
-                    {
-                        "index": 2,
-                        "sentence": weakest,
-                        "support": 0.2,
-                        "failed": ["names/numbers not in the source: '3'"],
-                        "best_source": "The dog bit the postman on Monday.",
-                    },
-                ],
-                "unsupported": [
-                    {"text": "3", "label": "CARDINAL", "sentence": weakest, "supported": False}
-                ],
-            }
+            "grounding": _weakest_second(weakest, "names/numbers not in the source: '3'")
         }
     }
     view = evidence_view(evidence)
@@ -448,30 +455,7 @@ def _overview_page() -> str:
                 }
             ],
             "dimension_evidence": {
-                "grounding": {
-                    "score": 0.4,
-                    "reason": "least supported: sentence 2",
-                    "least_supported": 2,
-                    "sentences": [
-                        {"index": 1, "sentence": "The dog bit the postman.", "support": 0.9},
-                        {
-                            "index": 2,
-                            "sentence": weakest,
-                            "support": 0.2,
-                            "failed": ["'3'"],
-                            "best_source": "The dog bit the postman on Monday.",
-                        },
-                    ],
-                    "unsupported": [
-                        {
-                            "text": "3",
-                            "label": "CARDINAL",
-                            "sentence": weakest,
-                            "supported": False,
-                            "how": "not in the source",
-                        }
-                    ],
-                }
+                "grounding": _weakest_second(weakest, "'3'", how="not in the source")
             },
         },
     )
