@@ -729,3 +729,24 @@ def test_an_unreadable_recording_is_said_and_the_bench_still_scores(tmp_path: Pa
     assert result.metric("m").scored == 3
     assert any("m-replies.sqlite3 cannot be read" in line for line in heard), heard
     assert (tmp_path / "m-replies.sqlite3").read_bytes() == b"not a database, " * 64  # untouched
+
+
+def test_deepeval_progress_metric_finds_its_own_prompt_templates() -> None:
+    # DeepEval 4.x finds a metric's prompts by its class name: a subclass under another name
+    # failed every row that had claims ("No template found for ... _experimental_system_one_
+    # verdict"), which a stub whose summaries yield no claims never reached.
+    from deepeval.metrics import SummarizationMetric
+
+    from shared.analysis import bench_runners
+    from shared.analysis.bench_data import JudgeConfig, UsageCounter
+
+    counter = UsageCounter()
+    cls = bench_runners.progress_metric(counter)
+    assert issubclass(cls, SummarizationMetric) and cls.__name__ == "SummarizationMetric"
+    judge = JudgeConfig(model="stub", base_url="http://127.0.0.1:9/v1")
+    metric = cls(model=bench_runners._deepeval_model(judge, counter))
+    metric.claims, metric.truths = ["The mayor opened the bridge."], ["The bridge opened."]
+    spec = metric._experimental_system_one_spec()
+    assert "summary_claim" == spec.item_key and spec.instructions.strip()
+    assert metric._get_prompt("generate_alignment_verdicts", summary_claims=metric.claims,
+                              original_text="The bridge opened.").strip()  # fmt: skip

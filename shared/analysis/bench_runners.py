@@ -145,23 +145,32 @@ def deepeval_limits(timeout: float, rows: int) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def run_deepeval(
-    items: Sequence[BenchItem], judge: JudgeConfig, counter: UsageCounter, workdir: Path
-) -> list[Outcome]:
-    _quiet_frameworks()
-    from deepeval import evaluate
-    from deepeval.evaluate.configs import AsyncConfig, DisplayConfig, ErrorConfig
-    from deepeval.metrics import SummarizationMetric
-    from deepeval.test_case import LLMTestCase
+def progress_metric(counter: UsageCounter) -> type:
+    """DeepEval's ``SummarizationMetric``, telling the bench each row it finished (its
+    progress). The subclass keeps the class's name: DeepEval finds a metric's prompt templates
+    by its class name (4.x: ``resolve_template(..., self.__class__.__name__, ...)``), and under
+    another name every row with claims failed with "No template found"."""
+    from deepeval.metrics import SummarizationMetric as Shipped
 
-    class CountedSummarizationMetric(SummarizationMetric):
-        """DeepEval's metric, telling the bench each row it finished (its progress)."""
+    class SummarizationMetric(Shipped):  # type: ignore[misc,valid-type]
+        __doc__ = Shipped.__doc__
 
         async def a_measure(self, *args: Any, **kwargs: Any) -> Any:
             try:
                 return await super().a_measure(*args, **kwargs)
             finally:
                 counter.row_done()
+
+    return SummarizationMetric
+
+
+def run_deepeval(
+    items: Sequence[BenchItem], judge: JudgeConfig, counter: UsageCounter, workdir: Path
+) -> list[Outcome]:
+    _quiet_frameworks()
+    from deepeval import evaluate
+    from deepeval.evaluate.configs import AsyncConfig, DisplayConfig, ErrorConfig
+    from deepeval.test_case import LLMTestCase
 
     model = _deepeval_model(judge, counter)
     cases = [
@@ -175,7 +184,7 @@ def run_deepeval(
     ):
         result = evaluate(
             cases,
-            [CountedSummarizationMetric(model=model)],
+            [progress_metric(counter)(model=model)],
             async_config=AsyncConfig(run_async=True),
             display_config=DisplayConfig(print_results=False, show_indicator=False),
             error_config=ErrorConfig(ignore_errors=True),
