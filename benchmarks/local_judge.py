@@ -153,7 +153,7 @@ def _rows(path: Path, articles: int, summaries: int) -> tuple[list[dict], dict]:
 
 def _data_file() -> Path:
     for candidate in (
-        REPO / "shared" / "data" / "summeval" / "dev.jsonl",
+        REPO / "shared" / "analysis" / "data" / "summeval" / "dev.jsonl",
         REPO / "examples" / "summeval" / "dev.jsonl",
     ):
         if candidate.exists():
