@@ -14,8 +14,16 @@ file (ours) scored, so they sit beside it on the same rows:
 - ``trigram precision``: of the summary's lower-cased word trigrams, the share found in the
   source (the n-gram baseline of docs/VALIDITY.md's grounding rounds).
 
-Nothing is fitted: every number is a plain correlation of a shipped score. A benchmark that
-prints, not a test.
+With ``--replies`` (the bench's ``ours-replies.sqlite3``), ``--model`` and ``--base-url`` (the
+bench's own), ours' rows are scored again through the bench's recording, so every judge reply is
+replayed (the calls asked anew, if any, are counted and printed), and ours' judged sub-scores
+(alignment, coverage) join the table. ``--combine`` then cross-validates, leaving one article
+out at a time, the one explainable mix this script tries: ``(1 - w) * ours + w * offline`` for
+each offline sub-score, ``w`` picked from 0, 0.1, ..., 1 on the other articles (the mean of
+their consistency and relevance Spearman), the held-out article scored with it.
+
+Every other number is a plain correlation of a shipped score. A benchmark that prints, not a
+test.
 """
 
 from __future__ import annotations
@@ -91,6 +99,86 @@ def offline_scores(rows: dict[str, dict]) -> dict[str, dict[str, float | None]]:
     return out
 
 
+def replayed_results(
+    rows: dict[str, dict], replies: Path, model: str, base_url: str, judge_path: str
+) -> tuple[dict[str, object], object]:
+    """Ours' full results for ``rows``, one article at a time as the bench scores them, every
+    judge call answered from the bench's recording where it holds the request."""
+    from shared.analysis.bench_data import JudgeConfig, UsageCounter
+    from shared.analysis.bench_recording import Recording
+    from shared.judge.openai import OpenAIJudge
+
+    counter = UsageCounter(recording=Recording(replies))
+    judge = JudgeConfig(model=model, base_url=base_url, timeout=3600)
+    by_article: dict[str, list[str]] = {}
+    for row_id in rows:
+        by_article.setdefault(rows[row_id]["article_id"], []).append(row_id)
+    out: dict[str, object] = {}
+    for ids in by_article.values():
+        inner = OpenAIJudge(model, client=judge.client(counter), timeout=judge.timeout)
+        pairs = [(rows[i]["article"], rows[i]["summary"]) for i in ids]
+        results = score_summaries(pairs, judge=inner, cache=True, judge_path=judge_path)
+        out.update(zip(ids, results, strict=True))
+    return out, counter.usage
+
+
+def _article_spearman(values: dict[str, float | None], rows: dict[str, dict], rating: str) -> list:
+    from scipy.stats import spearmanr
+
+    per: dict[str, tuple[list[float], list[float]]] = {}
+    for row_id, value in values.items():
+        if value is None:
+            continue
+        xs, ys = per.setdefault(rows[row_id]["article_id"], ([], []))
+        xs.append(value)
+        ys.append(float(rows[row_id][rating]))
+    out = {}
+    for article, (xs, ys) in per.items():
+        if len(xs) >= 3 and len(set(xs)) > 1 and len(set(ys)) > 1:
+            out[article] = float(spearmanr(xs, ys).statistic)
+    return out
+
+
+def cross_validated_mix(
+    ours: dict[str, float | None], offline: dict[str, float | None], rows: dict[str, dict]
+) -> tuple[dict[str, float], list[float]]:
+    """Leave one article out: ``w`` fitted on the others (mean of their consistency and
+    relevance summary-level Spearman), the held-out article's Spearman per rating with it."""
+    grid = [i / 10 for i in range(11)]
+    articles = sorted({rows[i]["article_id"] for i in ours})
+
+    def mixed(w: float) -> dict[str, float | None]:
+        return {
+            i: None
+            if ours[i] is None or offline.get(i) is None
+            else (1 - w) * ours[i] + w * offline[i]  # type: ignore[operator]
+            for i in ours
+        }
+
+    held: dict[str, list[float]] = {r: [] for r in RATINGS}
+    weights = []
+    for out in articles:
+
+        def fit(w: float, held_out: str = out) -> float:
+            values = mixed(w)
+            found = [
+                v
+                for rating in ("consistency", "relevance")
+                for a, v in _article_spearman(values, rows, rating).items()
+                if a != held_out
+            ]
+            return sum(found) / len(found) if found else float("-inf")
+
+        w = max(grid, key=fit)
+        weights.append(w)
+        values = mixed(w)
+        for rating in RATINGS:
+            found = _article_spearman(values, rows, rating)
+            if out in found:
+                held[rating].append(found[out])
+    return {r: sum(v) / len(v) for r, v in held.items() if v}, weights
+
+
 def cell(estimate) -> str:  # type: ignore[no-untyped-def]
     if estimate.value is None:
         return "n/a"
@@ -136,7 +224,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--summeval", type=Path, default=SUMMEVAL_PATH)
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--replies", type=Path, help="the bench's ours-replies.sqlite3")
+    parser.add_argument("--model", help="the bench's --model (with --replies)")
+    parser.add_argument("--base-url", help="the bench's --base-url (with --replies)")
+    parser.add_argument("--judge-path", default="sentences", help="ours' path (with --replies)")
+    parser.add_argument("--combine", action="store_true", help="cross-validate ours + offline")
     args = parser.parse_args(argv)
+    if args.replies and not (args.model and args.base_url):
+        parser.error("--replies needs the bench's --model and --base-url")
     judged = load_bench(args.bench_json)
     if not judged:
         raise SystemExit("the bench files name no metric")
@@ -149,7 +244,26 @@ def main(argv: Sequence[str] | None = None) -> None:
         "brackets; offline sub-scores on the rows scored by "
         f"{next(iter(judged))}.\n"
     )
-    print(table({**judged, **offline}, rows, args.resamples, args.seed))
+    extra: dict[str, dict[str, float | None]] = {}
+    if args.replies:
+        kept = {i: rows[i] for i, v in first.items() if i in rows and v is not None}
+        results, usage = replayed_results(
+            kept, args.replies, args.model, args.base_url, args.judge_path
+        )
+        print(f"ours' rows scored again from {args.replies}: {usage}\n")
+        extra["ours: alignment"] = {i: r.alignment for i, r in results.items()}  # type: ignore[attr-defined]
+        extra["ours: coverage"] = {i: r.coverage for i, r in results.items()}  # type: ignore[attr-defined]
+        extra["ours: again"] = {i: r.score for i, r in results.items()}  # type: ignore[attr-defined]
+    print(table({**judged, **extra, **offline}, rows, args.resamples, args.seed))
+    if args.combine:
+        name = next(iter(judged))
+        print(f"\nLeave-one-article-out mixes (1 - w) * {name} + w * offline (held-out mean):\n")
+        print("| mix | " + " | ".join(RATINGS) + " | w per fold |")
+        print("|---|" + "---|" * len(RATINGS) + "---|")
+        for off_name, off in offline.items():
+            held, weights = cross_validated_mix(first, off, rows)
+            cells = " | ".join(f"{held[r]:+.2f}" if r in held else "n/a" for r in RATINGS)
+            print(f"| {name} + {off_name} | {cells} | {', '.join(f'{w:g}' for w in weights)} |")
 
 
 if __name__ == "__main__":

@@ -747,6 +747,6 @@ def test_deepeval_progress_metric_finds_its_own_prompt_templates() -> None:
     metric = cls(model=bench_runners._deepeval_model(judge, counter))
     metric.claims, metric.truths = ["The mayor opened the bridge."], ["The bridge opened."]
     spec = metric._experimental_system_one_spec()
-    assert "summary_claim" == spec.item_key and spec.instructions.strip()
+    assert spec.item_key == "summary_claim" and spec.instructions.strip()
     assert metric._get_prompt("generate_alignment_verdicts", summary_claims=metric.claims,
                               original_text="The bridge opened.").strip()  # fmt: skip
