@@ -3,26 +3,19 @@ recovers a rule behind synthetic labels (no fetched data, no model)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "grounding_fit.py"
+from tests.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def fit() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("grounding_fit_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("grounding_fit")
 
 
 def test_qags_rows_take_majority_labels(fit: ModuleType, tmp_path: Path) -> None:

@@ -3,27 +3,19 @@ the same rows (wiring and arithmetic; the numbers of a real run live in docs/VAL
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from shared.analysis.bench_data import SUMMEVAL_PATH
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "judged_validity.py"
+from tests.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("judged_validity_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("judged_validity")
 
 
 def test_trigram_precision(script: ModuleType) -> None:

@@ -3,29 +3,21 @@ judged path against the OpenAI-compatible stub server (a few rows; wiring, not n
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from shared.testing import stub_server
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "validity.py"
+from tests.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def validity() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("validity_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("validity")
 
 
 def rows_for(humans: dict[str, list[float]]) -> list[dict]:
