@@ -12,7 +12,8 @@ file (ours) scored, so they sit beside it on the same rows:
 
 - ``grounding`` and ``coherence``: the shipped dimensions (``score_summaries(judge=None)``);
 - ``trigram precision``: of the summary's lower-cased word trigrams, the share found in the
-  source (the n-gram baseline of docs/VALIDITY.md's grounding rounds).
+  source (the n-gram baseline of docs/VALIDITY.md's grounding rounds: ``grounding_fit.py``'s
+  ``ngram_precision``).
 
 With ``--replies`` (the bench's ``ours-replies.sqlite3``), ``--model`` and ``--base-url`` (the
 bench's own), ours' rows are scored again through the bench's recording, so every judge reply is
@@ -30,35 +31,28 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
-from shared import score_summaries  # noqa: E402
+from grounding_fit import ngram_precision  # noqa: E402
+from validity import summary_level  # noqa: E402
+
+from shared import SummaryEvaluation, score_summaries  # noqa: E402
 from shared.analysis.agreement import agreement  # noqa: E402
-from shared.analysis.bench_data import SUMMEVAL_PATH  # noqa: E402
+from shared.analysis.bench_data import SUMMEVAL_PATH, Usage  # noqa: E402
 
 RATINGS = ("consistency", "relevance", "coherence", "fluency")
-_WORD = re.compile(r"\w+")
 
 
 def trigram_precision(source: str, summary: str) -> float | None:
     """The share of the summary's word trigrams (lower-cased) that occur in the source; None
     for a summary of fewer than three words."""
-
-    def grams(text: str) -> list[tuple[str, ...]]:
-        words = _WORD.findall(text.lower())
-        return [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
-
-    summary_grams = grams(summary)
-    if not summary_grams:
-        return None
-    source_grams = set(grams(source))
-    return sum(g in source_grams for g in summary_grams) / len(summary_grams)
+    return ngram_precision(source, summary, 3)
 
 
 def load_bench(paths: Sequence[Path]) -> dict[str, dict[str, float | None]]:
@@ -101,7 +95,7 @@ def offline_scores(rows: dict[str, dict]) -> dict[str, dict[str, float | None]]:
 
 def replayed_results(
     rows: dict[str, dict], replies: Path, model: str, base_url: str, judge_path: str
-) -> tuple[dict[str, object], object]:
+) -> tuple[dict[str, SummaryEvaluation], Usage]:
     """Ours' full results for ``rows``, one article at a time as the bench scores them, every
     judge call answered from the bench's recording where it holds the request."""
     from shared.analysis.bench_data import JudgeConfig, UsageCounter
@@ -113,7 +107,7 @@ def replayed_results(
     by_article: dict[str, list[str]] = {}
     for row_id in rows:
         by_article.setdefault(rows[row_id]["article_id"], []).append(row_id)
-    out: dict[str, object] = {}
+    out: dict[str, SummaryEvaluation] = {}
     for ids in by_article.values():
         inner = OpenAIJudge(model, client=judge.client(counter), timeout=judge.timeout)
         pairs = [(rows[i]["article"], rows[i]["summary"]) for i in ids]
@@ -122,60 +116,45 @@ def replayed_results(
     return out, counter.usage
 
 
-def _article_spearman(values: dict[str, float | None], rows: dict[str, dict], rating: str) -> list:
-    from scipy.stats import spearmanr
-
-    per: dict[str, tuple[list[float], list[float]]] = {}
-    for row_id, value in values.items():
-        if value is None:
-            continue
-        xs, ys = per.setdefault(rows[row_id]["article_id"], ([], []))
-        xs.append(value)
-        ys.append(float(rows[row_id][rating]))
-    out = {}
-    for article, (xs, ys) in per.items():
-        if len(xs) >= 3 and len(set(xs)) > 1 and len(set(ys)) > 1:
-            out[article] = float(spearmanr(xs, ys).statistic)
-    return out
-
-
 def cross_validated_mix(
     ours: dict[str, float | None], offline: dict[str, float | None], rows: dict[str, dict]
 ) -> tuple[dict[str, float], list[float]]:
     """Leave one article out: ``w`` fitted on the others (mean of their consistency and
     relevance summary-level Spearman), the held-out article's Spearman per rating with it."""
     grid = [i / 10 for i in range(11)]
-    articles = sorted({rows[i]["article_id"] for i in ours})
+    ids = [i for i in ours if i in rows]
+    ordered = [rows[i] for i in ids]
+    articles = sorted({r["article_id"] for r in ordered})
 
-    def mixed(w: float) -> dict[str, float | None]:
-        return {
-            i: None
+    def mixed(w: float) -> list[float | None]:
+        return [
+            None
             if ours[i] is None or offline.get(i) is None
             else (1 - w) * ours[i] + w * offline[i]  # type: ignore[operator]
-            for i in ours
-        }
+            for i in ids
+        ]
+
+    def rho(values: list[float | None], rating: str, keep: set[str]) -> float | None:
+        value, _, units = summary_level(ordered, values, rating, keep)
+        return value if units else None
 
     held: dict[str, list[float]] = {r: [] for r in RATINGS}
     weights = []
     for out in articles:
+        others = set(articles) - {out}
 
-        def fit(w: float, held_out: str = out) -> float:
-            values = mixed(w)
-            found = [
-                v
-                for rating in ("consistency", "relevance")
-                for a, v in _article_spearman(values, rows, rating).items()
-                if a != held_out
-            ]
-            return sum(found) / len(found) if found else float("-inf")
+        def fit(w: float, others: set[str] = others) -> float:
+            found = [rho(mixed(w), rating, others) for rating in ("consistency", "relevance")]
+            defined = [f for f in found if f is not None]
+            return sum(defined) / len(defined) if defined else float("-inf")
 
         w = max(grid, key=fit)
         weights.append(w)
         values = mixed(w)
         for rating in RATINGS:
-            found = _article_spearman(values, rows, rating)
-            if out in found:
-                held[rating].append(found[out])
+            found = rho(values, rating, {out})
+            if found is not None:
+                held[rating].append(found)
     return {r: sum(v) / len(v) for r, v in held.items() if v}, weights
 
 
@@ -237,7 +216,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit("the bench files name no metric")
     first = next(iter(judged.values()))
     rows = summeval_rows(set().union(*(set(s) for s in judged.values())), args.summeval)
-    offline = offline_scores({i: rows[i] for i, v in first.items() if i in rows and v is not None})
+    kept = {i: rows[i] for i, v in first.items() if i in rows and v is not None}
+    offline = offline_scores(kept)
     print(
         "Summary-level Spearman (per article, then the mean), 95% bootstrap interval over "
         f"articles ({args.resamples} resamples, seed {args.seed}), articles with a value in "
@@ -246,14 +226,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     extra: dict[str, dict[str, float | None]] = {}
     if args.replies:
-        kept = {i: rows[i] for i, v in first.items() if i in rows and v is not None}
         results, usage = replayed_results(
             kept, args.replies, args.model, args.base_url, args.judge_path
         )
         print(f"ours' rows scored again from {args.replies}: {usage}\n")
-        extra["ours: alignment"] = {i: r.alignment for i, r in results.items()}  # type: ignore[attr-defined]
-        extra["ours: coverage"] = {i: r.coverage for i, r in results.items()}  # type: ignore[attr-defined]
-        extra["ours: again"] = {i: r.score for i, r in results.items()}  # type: ignore[attr-defined]
+        extra["ours: alignment"] = {i: r.alignment for i, r in results.items()}
+        extra["ours: coverage"] = {i: r.coverage for i, r in results.items()}
+        extra["ours: again"] = {i: r.score for i, r in results.items()}
     print(table({**judged, **extra, **offline}, rows, args.resamples, args.seed))
     if args.combine:
         name = next(iter(judged))
