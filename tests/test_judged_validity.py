@@ -51,3 +51,25 @@ def test_the_table_puts_offline_sub_scores_on_the_rows_ours_scored(
     assert "| 0/32 | n/a | n/a | n/a | n/a |" in lines["peer"]
     for name in ("grounding (offline)", "coherence (offline)", "trigram precision"):
         assert "| 31/31 |" in lines[name]  # the 31 rows ours scored, not the one it did not
+
+
+def test_the_mix_is_fitted_on_the_other_articles_and_scored_on_the_held_out_one(
+    script: ModuleType,
+) -> None:
+    humans = {"A": [1, 2, 3, 4, 5], "B": [5, 1, 4, 2, 3], "C": [2, 4, 1, 5, 3]}
+    rows = {
+        f"{a}/S{k}": {"article_id": a, **dict.fromkeys(script.RATINGS, float(h))}
+        for a, hs in humans.items()
+        for k, h in enumerate(hs)
+    }
+    agree = {i: r["consistency"] for i, r in rows.items()}
+    oppose = {i: -10 * v for i, v in agree.items()}  # a mix agrees only where w > 10/11
+    # the offline part agrees with the people, ours opposes them: every fold takes w = 1
+    held, weights = script.cross_validated_mix(oppose, agree, rows)
+    assert weights == [1.0, 1.0, 1.0]
+    assert held == {r: pytest.approx(1.0) for r in script.RATINGS}
+    # the other way round (agrees only where w < 1/11): w = 0, and an unscored row is left out
+    oppose["A/S0"] = None
+    held, weights = script.cross_validated_mix(agree, oppose, rows)
+    assert weights == [0.0, 0.0, 0.0]
+    assert held == {r: pytest.approx(1.0) for r in script.RATINGS}
