@@ -750,3 +750,47 @@ def test_deepeval_progress_metric_finds_its_own_prompt_templates() -> None:
     assert spec.item_key == "summary_claim" and spec.instructions.strip()
     assert metric._get_prompt("generate_alignment_verdicts", summary_claims=metric.claims,
                               original_text="The bridge opened.").strip()  # fmt: skip
+
+
+def test_the_recording_replays_a_reply_cut_at_the_length_limit_but_asks_a_failed_call_again(
+    tmp_path: Path,
+) -> None:
+    # A reply the server ended at the length limit is a whole reply to that exact request: a
+    # rerun replays it (a peer's looping call then costs nothing again and fails the same way).
+    # A failed call (HTTP 500) is not kept: the rerun asks it again.
+    import asyncio
+
+    import httpx
+
+    from shared.analysis.bench_recording import REPLAYED, Recording, recording_transport
+
+    cut = {"choices": [{"message": {"content": '{"a": [1, 1, 1'}, "finish_reason": "length"}]}
+    asked: list[bytes] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        asked.append(request.content)
+        if b"fail" in request.content:
+            return httpx.Response(500, json={"error": "busy"})
+        return httpx.Response(200, json=cut)
+
+    async def send(transport: Any, body: dict[str, Any]) -> httpx.Response:
+        async with httpx.AsyncClient(transport=transport) as client:
+            return await client.post("http://127.0.0.1:1/v1/chat/completions", json=body)
+
+    def run(body: dict[str, Any]) -> httpx.Response:
+        recording = Recording(tmp_path / "m-replies.sqlite3")  # a new run: a new instance
+        try:
+            return asyncio.run(
+                send(recording_transport(httpx.MockTransport(answer), recording), body)
+            )
+        finally:
+            recording.close()
+
+    first = run({"messages": "loop"})
+    again = run({"messages": "loop"})
+    assert len(asked) == 1  # the rerun did not reach the server
+    assert again.json() == first.json() == cut
+    assert again.extensions.get(REPLAYED) and not first.extensions.get(REPLAYED)
+    assert run({"messages": "fail"}).status_code == 500
+    assert run({"messages": "fail"}).status_code == 500
+    assert len(asked) == 3  # asked each time

@@ -5,8 +5,9 @@ answers the same request from there the next time. A rerun of the same command (
 interruption, or with a result file gone) pays nothing for what was answered; a replayed reply
 still carries its ``usage``, so the rows' cost is reported, marked as replayed.
 
-Only a complete reply (HTTP 200, a JSON object with ``choices``) is kept: a failed or cut-off
-call is asked again on the rerun.
+Only a whole reply (HTTP 200, a JSON object with ``choices``) is kept: a failed call (an HTTP
+error, a timeout, a dropped connection) is asked again on the rerun. A reply the server ended at
+the length limit (``finish_reason=length``) is whole, and is replayed like any other.
 """
 
 from __future__ import annotations
