@@ -18,7 +18,9 @@ file (ours) scored, so they sit beside it on the same rows:
 With ``--replies`` (the bench's ``ours-replies.sqlite3``), ``--model`` and ``--base-url`` (the
 bench's own), ours' rows are scored again through the bench's recording, so every judge reply is
 replayed (the calls asked anew, if any, are counted and printed), and ours' judged sub-scores
-(alignment, coverage) join the table. ``--combine`` then cross-validates, leaving one article
+(alignment, coverage) join the table; on the sentences path also a parameter-free combination
+of evidence per sentence (:func:`sentence_product`: the judge's verdict times grounding's
+support of the same sentence). ``--combine`` then cross-validates, leaving one article
 out at a time, the one explainable mix this script tries: ``(1 - w) * ours + w * offline`` for
 each offline sub-score, ``w`` picked from 0, 0.1, ..., 1 on the other articles (the mean of
 their consistency and relevance Spearman), the held-out article scored with it.
@@ -45,6 +47,7 @@ from validity import summary_level  # noqa: E402
 from shared import SummaryEvaluation, score_summaries  # noqa: E402
 from shared.analysis.agreement import agreement  # noqa: E402
 from shared.analysis.bench_data import SUMMEVAL_PATH, Usage  # noqa: E402
+from shared.core.scoring import f_beta  # noqa: E402
 
 RATINGS = ("consistency", "relevance", "coherence", "fluency")
 
@@ -114,6 +117,25 @@ def replayed_results(
         results = score_summaries(pairs, judge=inner, cache=True, judge_path=judge_path)
         out.update(zip(ids, results, strict=True))
     return out, counter.usage
+
+
+VERDICT_SUPPORT = {"supported": 1.0, "contradicted": 0.0, "not_in_source": 0.0}
+
+
+def sentence_product(result: SummaryEvaluation) -> tuple[float | None, float | None]:
+    """The sentences path's verdicts weighed by grounding's support, sentence by sentence: each
+    sentence counts ``verdict * support`` (1 or 0 from the judge, grounding's 0-1 support of the
+    same sentence), alignment is their mean, the score its F1 with the judged coverage. Nothing
+    is fitted. (None, None) where the judge's sentences and grounding's differ in number."""
+    grounding = result.dimension_evidence.grounding
+    support = [s.support for s in grounding.sentences] if grounding else []
+    if not result.claims or len(support) != len(result.claims):
+        return None, None
+    per = [VERDICT_SUPPORT[c.verdict] * s for c, s in zip(result.claims, support, strict=True)]
+    alignment = sum(per) / len(per)
+    if result.coverage is None:
+        return alignment, None
+    return alignment, f_beta(alignment, result.coverage)
 
 
 def cross_validated_mix(
@@ -233,6 +255,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         extra["ours: alignment"] = {i: r.alignment for i, r in results.items()}
         extra["ours: coverage"] = {i: r.coverage for i, r in results.items()}
         extra["ours: again"] = {i: r.score for i, r in results.items()}
+        if args.judge_path == "sentences":
+            products = {i: sentence_product(r) for i, r in results.items()}
+            extra["ours: alignment x grounding support"] = {i: a for i, (a, _) in products.items()}
+            extra["ours: F1 of that and coverage"] = {i: f for i, (_, f) in products.items()}
     print(table({**judged, **extra, **offline}, rows, args.resamples, args.seed))
     if args.combine:
         name = next(iter(judged))

@@ -73,3 +73,37 @@ def test_the_mix_is_fitted_on_the_other_articles_and_scored_on_the_held_out_one(
     held, weights = script.cross_validated_mix(agree, oppose, rows)
     assert weights == [0.0, 0.0, 0.0]
     assert held == {r: pytest.approx(1.0) for r in script.RATINGS}
+
+
+def test_the_per_sentence_product_weighs_each_verdict_by_grounding_support(
+    script: ModuleType,
+) -> None:
+    from shared.dimensions.evidence import DimensionEvidence, GroundingEvidence, SentenceSupport
+    from shared.evaluation.result import ClaimEvidence, SummaryEvaluation
+
+    def result(verdicts: list[str], support: list[float], coverage: float | None):
+        grounding = GroundingEvidence(
+            version=2,
+            prior=0.0,
+            sentences=[
+                SentenceSupport(index=k + 1, sentence=f"s{k}", support=s)
+                for k, s in enumerate(support)
+            ],
+        )
+        return SummaryEvaluation(
+            score=None,
+            alignment=None,
+            coverage=coverage,
+            claims=[ClaimEvidence(claim=f"s{k}", verdict=v) for k, v in enumerate(verdicts)],
+            dimension_evidence=DimensionEvidence(grounding=grounding),
+        )
+
+    # supported at 0.8 and 0.6, a flagged sentence counts 0 whatever its support
+    found = script.sentence_product(
+        result(["supported", "supported", "contradicted"], [0.8, 0.6, 1.0], 0.5)
+    )
+    alignment = (0.8 + 0.6 + 0.0) / 3
+    assert found == pytest.approx((alignment, 2 * alignment * 0.5 / (alignment + 0.5)))
+    assert script.sentence_product(result(["supported"], [0.9], None)) == (0.9, None)
+    # sentences that do not pair up are not guessed at
+    assert script.sentence_product(result(["supported"], [0.9, 0.1], 1.0)) == (None, None)
