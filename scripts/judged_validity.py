@@ -119,9 +119,6 @@ def replayed_results(
     return out, counter.usage
 
 
-VERDICT_SUPPORT = {"supported": 1.0, "contradicted": 0.0, "not_in_source": 0.0}
-
-
 def sentence_product(result: SummaryEvaluation) -> tuple[float | None, float | None]:
     """The sentences path's verdicts weighed by grounding's support, sentence by sentence: each
     sentence counts ``verdict * support`` (1 or 0 from the judge, grounding's 0-1 support of the
@@ -131,7 +128,8 @@ def sentence_product(result: SummaryEvaluation) -> tuple[float | None, float | N
     support = [s.support for s in grounding.sentences] if grounding else []
     if not result.claims or len(support) != len(result.claims):
         return None, None
-    per = [VERDICT_SUPPORT[c.verdict] * s for c, s in zip(result.claims, support, strict=True)]
+    # the pipeline's own rule for alignment: a sentence counts when its verdict is "supported"
+    per = [(c.verdict == "supported") * s for c, s in zip(result.claims, support, strict=True)]
     alignment = sum(per) / len(per)
     if result.coverage is None:
         return alignment, None
@@ -166,7 +164,8 @@ def cross_validated_mix(
         others = set(articles) - {out}
 
         def fit(w: float, others: set[str] = others) -> float:
-            found = [rho(mixed(w), rating, others) for rating in ("consistency", "relevance")]
+            values = mixed(w)
+            found = [rho(values, rating, others) for rating in ("consistency", "relevance")]
             defined = [f for f in found if f is not None]
             return sum(defined) / len(defined) if defined else float("-inf")
 
